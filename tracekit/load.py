@@ -1,0 +1,101 @@
+"""Format sniffing and dispatch: ``load(path)`` returns a :class:`Timeline`."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from functools import cached_property
+from pathlib import Path
+
+from tracekit.errors import TraceError
+from tracekit.parsers._sqlite import open_readonly
+from tracekit.timeline import Timeline
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+class Probe:
+    """What sniffers look at: the first bytes of a file and, for SQLite, its table names."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        with path.open("rb") as fh:
+            self.head = fh.read(4096)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.head.startswith(SQLITE_MAGIC)
+
+    @cached_property
+    def tables(self) -> frozenset[str]:
+        """Table names of a SQLite file (empty when it is not one or cannot be read)."""
+        if not self.is_sqlite:
+            return frozenset()
+        try:
+            with closing(open_readonly(self.path)) as con:
+                rows = con.execute("SELECT name FROM sqlite_master WHERE type='table'")
+                return frozenset(r[0] for r in rows)
+        except sqlite3.DatabaseError:
+            return frozenset()
+
+
+def supported_formats() -> list[str]:
+    """Names of every format ``load`` understands."""
+    from tracekit.parsers import registry
+
+    return [p.name for p in registry()]
+
+
+def load(path: str | Path, format: str | None = None, progress=None) -> Timeline:
+    """Read a trace file into a :class:`Timeline`, sniffing its format from content.
+
+    ``format`` forces a parser by name (see :func:`supported_formats`); ``progress`` is an
+    optional callable receiving short phase descriptions while a large trace is read.
+    """
+    from tracekit.parsers import registry
+
+    path = Path(path)
+    if not path.exists():
+        raise TraceError(f"{path}: no such file")
+    if path.is_dir():
+        raise TraceError(f"{path}: is a folder; pass a trace file")
+    if path.stat().st_size == 0:
+        raise TraceError(f"{path}: empty file; pass a profiler trace")
+    parsers = registry()
+    if format is not None:
+        chosen = [p for p in parsers if p.name == format]
+        if not chosen:
+            raise TraceError(f"unknown format '{format}'; known: {', '.join(supported_formats())}")
+        parser = chosen[0]
+    else:
+        probe = Probe(path)
+        found = [p for p in parsers if p.sniff(probe)]
+        if not found:
+            raise TraceError(_unrecognised(probe))
+        parser = found[0]
+    try:
+        timeline = parser.parse(path, progress=progress)
+    except TraceError:
+        raise
+    except (sqlite3.DatabaseError, OSError, ValueError, KeyError, RuntimeError) as exc:
+        raise TraceError(
+            f"{path}: cannot read as {parser.name} ({type(exc).__name__}: {exc}); "
+            "the file may be truncated or corrupt"
+        ) from exc
+    timeline.meta.setdefault("source", path.name)
+    return timeline
+
+
+def _unrecognised(probe: Probe) -> str:
+    path = probe.path
+    known = ", ".join(supported_formats())
+    if probe.is_sqlite:
+        if not probe.tables:
+            return (
+                f"{path}: SQLite file is unreadable or has no tables (truncated?); known: {known}"
+            )
+        return (
+            f"{path}: SQLite database of an unknown kind (tables: "
+            f"{', '.join(sorted(probe.tables)[:5])}…); known formats: {known}"
+        )
+    return f"{path}: not a recognised trace (tried {known}); check the file or pass --format"

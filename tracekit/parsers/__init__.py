@@ -1,0 +1,30 @@
+"""Parser registry: one module per profiler family, each exposing a :class:`Parser`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tracekit.load import Probe
+    from tracekit.timeline import Timeline
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Parser:
+    """A trace format: how to recognise it from content and how to read it."""
+
+    name: str
+    description: str
+    sniff: Callable[[Probe], bool]
+    parse: Callable[..., Timeline]
+
+
+def registry() -> list[Parser]:
+    """All built-in parsers, most specific first."""
+    from tracekit.parsers import nsys, saved
+
+    return [nsys.SQLITE, nsys.REPORT, saved.PARQUET, saved.ARROW]

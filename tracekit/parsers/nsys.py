@@ -1,0 +1,437 @@
+"""Nsight Systems: ``nsys export --type sqlite`` databases (schema 2.9 to 3.16+) and reports.
+
+Reads kernels, memcpy, memset, synchronization, CUDA runtime/driver calls and NVTX ranges
+and marks in bulk; names resolve through ``StringIds`` into one dictionary column.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from tracekit.errors import TraceError
+from tracekit.load import Probe
+from tracekit.parsers import Parser, Progress
+from tracekit.parsers._sqlite import SqliteSource
+from tracekit.parsers.assemble import Part, assemble
+from tracekit.parsers.names import NamePool
+from tracekit.timeline import Timeline, empty_meta
+
+KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
+MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
+MEMSET = "CUPTI_ACTIVITY_KIND_MEMSET"
+SYNC = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+NVTX = "NVTX_EVENTS"
+META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")
+REPORT_MAGIC = b"NVIDIA Tegra Profiler Report"
+
+NONE_U32 = 4294967295  # CUPTI's "not applicable" for stream and event ids
+EVENT_CLASS_BACKTRACE = 67  # 2.9.x writes every runtime call twice; this is the copy
+NVTX_MARK, NVTX_PUSHPOP, NVTX_STARTEND, NVTX_THREAD, NVTX_DOMAIN = 34, 59, 60, 39, 75
+
+# CUPTI enums (stable across CUDA versions; the ENUM_* tables of lazy exports agree).
+COPY_KINDS = {
+    1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
+    8: "DtoD", 9: "HtoH", 10: "PtoP", 11: "HtoD", 12: "DtoH", 13: "DtoD",
+}  # fmt: skip
+MEM_KINDS = {
+    0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed",
+    5: "Device Static", 6: "Managed Static",
+}  # fmt: skip
+SYNC_TYPES = {
+    1: "Event Sync", 2: "Stream Wait Event", 3: "Stream Sync", 4: "Context Sync",
+}  # fmt: skip
+_API_VERSION_SUFFIX = re.compile(r"_v\d{4,}$")
+_MPI_RANK = re.compile(r"MPI Rank (\d+)")
+
+
+def sniff_sqlite(probe: Probe) -> bool:
+    """An nsys export is a SQLite file with ``StringIds`` and an export metadata table."""
+    tables = probe.tables
+    return "StringIds" in tables and (
+        any(t in tables for t in META_TABLES) or any(t.startswith("CUPTI_") for t in tables)
+    )
+
+
+def sniff_report(probe: Probe) -> bool:
+    """``.nsys-rep`` / ``.qdrep`` reports start with the Tegra profiler magic."""
+    return probe.head.startswith(REPORT_MAGIC) or probe.path.suffix in (".nsys-rep", ".qdrep")
+
+
+def parse_sqlite(path: Path, progress: Progress | None = None) -> Timeline:
+    """Read an nsys SQLite export into a :class:`Timeline`."""
+    note = progress or (lambda _msg: None)
+    db = SqliteSource(path)
+    try:
+        if KERNEL not in db.tables:
+            raise TraceError(
+                f"{path}: Nsight Systems export has no {KERNEL} table (no GPU kernels captured);"
+                " profile with `nsys profile --trace=cuda,nvtx` and export again"
+            )
+        meta = _metadata(db, path)
+        note("strings")
+        strings = db.arrow('SELECT id, value FROM "StringIds"')
+        pool = NamePool(strings.column("id"), strings.column("value"))
+        reader = _Reader(db, pool)
+        parts: list[Part] = []
+        for label, read in (
+            ("kernels", reader.kernels),
+            ("memory copies", reader.memcpy),
+            ("memsets", reader.memset),
+            ("synchronization", reader.sync),
+            ("CUDA API calls", reader.runtime),
+            ("NVTX ranges", reader.nvtx),
+        ):
+            note(label)
+            parts.extend(read())
+        note("assembling")
+        table = assemble(parts, pool)
+        meta["warnings"].extend(reader.warnings)
+        ranks = reader.rank_of_pid
+        if ranks:
+            meta["ranks"] = sorted(set(ranks.values()))
+            table = _apply_ranks(table, ranks)
+        return Timeline(table, meta)
+    finally:
+        db.close()
+
+
+def parse_report(path: Path, progress: Progress | None = None) -> Timeline:
+    """Export an ``.nsys-rep``/``.qdrep`` with ``nsys`` into a temporary folder and read it."""
+    nsys = shutil.which("nsys")
+    if nsys is None:
+        raise TraceError(
+            f"{path}: Nsight Systems reports need `nsys` to decode and it is not on PATH;"
+            f" run `nsys export --type sqlite --output {path.with_suffix('.sqlite').name}"
+            f" {path.name}` where Nsight Systems is installed, then pass the .sqlite file"
+        )
+    with tempfile.TemporaryDirectory(prefix="tracekit-nsys-") as tmp:
+        out = Path(tmp) / "export.sqlite"
+        if progress:
+            progress("nsys export")
+        cmd = [nsys, "export", "--type", "sqlite", "--output", str(out), str(path.resolve())]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0 or not out.exists():
+            last = (done.stderr or done.stdout or "no output").strip().splitlines()
+            raise TraceError(
+                f"{path}: `nsys export` failed (exit {done.returncode}: "
+                f"{last[-1] if last else 'no output'}); check the report opens in nsys"
+            )
+        timeline = parse_sqlite(out, progress)
+    timeline.meta["format"] = "nsys-rep"
+    timeline.meta["source"] = path.name
+    return timeline
+
+
+def _metadata(db: SqliteSource, path: Path) -> dict[str, Any]:
+    meta = empty_meta()
+    meta["format"] = "nsys-sqlite"
+    meta["source"] = path.name
+    table = next((t for t in META_TABLES if t in db.tables), None)
+    info: dict[str, str] = {}
+    if table:
+        info = dict(db.con.execute(f'SELECT name, value FROM "{table}"').fetchall())
+    meta["producer"] = {
+        "name": info.get("EXPORT_PRODUCT_NAME", "NVIDIA Nsight Systems"),
+        "version": info.get("EXPORT_PRODUCT_VERSION"),
+        "export_schema": info.get("EXPORT_SCHEMA_VERSION"),
+    }
+    if "TARGET_INFO_SESSION_START_TIME" in db.tables:
+        meta["origin_ns"] = db.scalar('SELECT utcEpochNs FROM "TARGET_INFO_SESSION_START_TIME"')
+    meta["devices"] = _devices(db)
+    if not meta["devices"]:
+        meta["warnings"].append("no GPU description table (TARGET_INFO_GPU); device names unknown")
+    return meta
+
+
+def _devices(db: SqliteSource) -> list[dict[str, Any]]:
+    cols = db.columns("TARGET_INFO_GPU")
+    if cols:
+        want = [c for c in ("id", "name", "smCount", "totalMemory", "chipName", "busLocation",
+                            "computeMajor", "computeMinor", "uuid") if c in cols]  # fmt: skip
+        rows = db.con.execute(
+            f'SELECT {", ".join(want)} FROM "TARGET_INFO_GPU" ORDER BY id'
+        ).fetchall()
+        devices = []
+        for row in rows:
+            r = dict(zip(want, row))
+            cc = None
+            if r.get("computeMajor") is not None:
+                cc = f"{r['computeMajor']}.{r.get('computeMinor') or 0}"
+            devices.append({
+                "index": r.get("id"), "name": r.get("name"), "vendor": "NVIDIA",
+                "cores": r.get("smCount"), "memory": r.get("totalMemory"),
+                "compute_capability": cc, "chip": r.get("chipName"), "bus": r.get("busLocation"),
+            })  # fmt: skip
+        return devices
+    cols = db.columns("TARGET_INFO_CUDA_DEVICE")
+    if cols and "name" in cols:
+        key = "cuDevice" if "cuDevice" in cols else ("id" if "id" in cols else "rowid")
+        rows = db.con.execute(f'SELECT {key}, name FROM "TARGET_INFO_CUDA_DEVICE"').fetchall()
+        return [{"index": i, "name": n, "vendor": "NVIDIA"} for i, n in rows]
+    return []
+
+
+class _Reader:
+    """Reads each activity table of one export into :class:`Part` objects."""
+
+    def __init__(self, db: SqliteSource, pool: NamePool) -> None:
+        self.db = db
+        self.pool = pool
+        self.warnings: list[str] = []
+        self.rank_of_pid: dict[int, int] = {}
+
+    def _device_part(self, kind: str, t: pa.Table, name: np.ndarray, engine: str | None,
+                     args: pa.Array | None, stream: Any = None) -> Part:  # fmt: skip
+        columns = {
+            "device": t.column("deviceId"),
+            "stream": t.column("streamId") if stream is None else stream,
+            "rank": 0,
+            "pid": _pid(t.column("globalPid")),
+            "corr": t.column("correlationId"),
+            "args": args,
+        }
+        return Part(kind, t.column("start"), _duration(t), name, engine, columns)
+
+    def kernels(self) -> list[Part]:
+        cols = self.db.columns(KERNEL)
+        name_col = next(c for c in ("demangledName", "shortName", "mangledName") if c in cols)
+        args = (
+            'printf(\'{"grid":[%d,%d,%d],"block":[%d,%d,%d],"registers":%d,'
+            '"shared_static":%d,"shared_dynamic":%d\', gridX, gridY, gridZ, blockX, blockY,'
+            " blockZ, registersPerThread, staticSharedMemory, dynamicSharedMemory)"
+        )
+        if "graphNodeId" in cols:
+            args += (
+                " || CASE WHEN graphNodeId IS NULL THEN '}'"
+                " ELSE printf(',\"graph_node\":%d}', graphNodeId) END"
+            )
+        else:
+            args += " || '}'"
+        sql = (
+            f'SELECT start, "end", deviceId, streamId, correlationId, globalPid,'
+            f" {name_col} AS nameId, CAST({args} AS TEXT) AS args FROM {KERNEL}"
+        )
+        t = self.db.arrow(sql, KERNEL, partition_on="start")
+        name = self.pool.from_ids(t.column("nameId"))
+        return [self._device_part("kernel", t, name, "sm", t.column("args"))]
+
+    def memcpy(self) -> list[Part]:
+        cols = self.db.columns(MEMCPY)
+        if not cols:
+            return []
+        src = "srcKind" if "srcKind" in cols else "NULL"
+        dst = "dstKind" if "dstKind" in cols else "NULL"
+        t = self.db.arrow(
+            f'SELECT start, "end", deviceId, streamId, correlationId, globalPid, bytes,'
+            f" copyKind, {src} AS srcKind, {dst} AS dstKind FROM {MEMCPY}",
+            MEMCPY,
+            partition_on="start",
+        )
+        df = pl.from_arrow(t).select(
+            copy=pl.col("copyKind").replace_strict(COPY_KINDS, default="Unknown"),
+            src=pl.col("srcKind").replace_strict(MEM_KINDS, default="Unknown"),
+            dst=pl.col("dstKind").replace_strict(MEM_KINDS, default="Unknown"),
+            bytes=pl.col("bytes").cast(pl.Int64),
+        )
+        names = df.select(
+            pl.format("Memcpy {} ({} -> {})", "copy", "src", "dst").alias("n")
+        ).to_series()
+        args = df.select(pl.struct(bytes="bytes", copy_kind="copy").struct.json_encode())
+        name = self.pool.from_strings(names.to_arrow())
+        return [self._device_part("memcpy", t, name, "copy", args.to_series().to_arrow())]
+
+    def memset(self) -> list[Part]:
+        cols = self.db.columns(MEMSET)
+        if not cols:
+            return []
+        mem = "memKind" if "memKind" in cols else "NULL"
+        t = self.db.arrow(
+            f'SELECT start, "end", deviceId, streamId, correlationId, globalPid, bytes, value,'
+            f" {mem} AS memKind FROM {MEMSET}",
+            MEMSET,
+            partition_on="start",
+        )
+        df = pl.from_arrow(t)
+        names = df.select(
+            pl.format("Memset ({})", pl.col("memKind").replace_strict(MEM_KINDS, default="Unknown"))
+        ).to_series()
+        args = df.select(pl.struct("bytes", "value").struct.json_encode())
+        name = self.pool.from_strings(names.to_arrow())
+        return [self._device_part("memset", t, name, None, args.to_series().to_arrow())]
+
+    def sync(self) -> list[Part]:
+        if not self.db.columns(SYNC):
+            return []
+        t = self.db.arrow(
+            f'SELECT start, "end", deviceId, streamId, correlationId, globalPid, syncType,'
+            f" eventId FROM {SYNC}",
+            SYNC,
+            partition_on="start",
+        )
+        df = pl.from_arrow(t)
+        names = df.select(
+            pl.col("syncType").replace_strict(SYNC_TYPES, default="Unknown Sync")
+        ).to_series()
+        stream = df.select(
+            pl.when(pl.col("streamId") != NONE_U32).then(pl.col("streamId"))
+        ).to_series()
+        args = df.select(
+            pl.when(pl.col("eventId") != NONE_U32).then(
+                pl.struct(event="eventId").struct.json_encode()
+            )
+        )
+        name = self.pool.from_strings(names.to_arrow())
+        args = args.to_series().to_arrow()
+        return [self._device_part("sync", t, name, None, args, stream.to_arrow())]
+
+    def runtime(self) -> list[Part]:
+        if not self.db.columns(RUNTIME):
+            return []
+        t = self.db.arrow(
+            f'SELECT start, "end", eventClass, globalTid, correlationId, nameId FROM {RUNTIME}',
+            RUNTIME,
+            partition_on="start",
+        )
+        df = pl.from_arrow(t)
+        backtrace = df.filter(pl.col("eventClass") == EVENT_CLASS_BACKTRACE)
+        if backtrace.height:
+            calls = df.filter(pl.col("eventClass") != EVENT_CLASS_BACKTRACE)
+            # Keep a backtrace row only when its call has no row of its own.
+            lonely = backtrace.join(calls, on=["globalTid", "correlationId"], how="anti")
+            df = pl.concat([calls, lonely])
+            t = df.to_arrow()
+        ids = t.column("nameId").cast(pa.int64()).fill_null(-1).to_numpy(zero_copy_only=False)
+        name = self._api_names(ids)
+        columns = {
+            "device": -1,
+            "rank": 0,
+            "pid": _pid(t.column("globalTid")),
+            "tid": _tid(t.column("globalTid")),
+            "corr": t.column("correlationId"),
+        }
+        return [Part("api", t.column("start"), _duration(t), name, None, columns)]
+
+    def _api_names(self, ids: np.ndarray) -> np.ndarray:
+        """Map runtime name ids to names without nsys's ``_vNNNN`` API version suffix."""
+        unique, inverse = np.unique(ids, return_inverse=True)
+        labels = [self.pool.value_of_id(int(i)) for i in unique]
+        stripped = [None if s is None else _API_VERSION_SUFFIX.sub("", s) for s in labels]
+        return self.pool.from_strings(stripped)[inverse.reshape(-1)]
+
+    def nvtx(self) -> list[Part]:
+        cols = self.db.columns(NVTX)
+        if not cols:
+            return []
+        text = "COALESCE(n.text, s.value)" if "textId" in cols else "n.text"
+        join = 'LEFT JOIN "StringIds" s ON s.id = n.textId' if "textId" in cols else ""
+        category = "n.category" if "category" in cols else "NULL"
+        domain = "n.domainId" if "domainId" in cols else "0"
+        t = self.db.arrow(
+            f'SELECT n.start AS start, n."end" AS "end", n.eventType AS eventType,'
+            f" n.globalTid AS globalTid, {domain} AS domainId, {category} AS category,"
+            f" CAST({text} AS TEXT) AS text FROM {NVTX} n {join}"
+            f" WHERE n.eventType IN ({NVTX_MARK}, {NVTX_PUSHPOP}, {NVTX_STARTEND},"
+            f" {NVTX_THREAD}, {NVTX_DOMAIN})"
+        )
+        df = pl.from_arrow(t)
+        self._ranks_from_thread_names(df.filter(pl.col("eventType") == NVTX_THREAD))
+        domains = {
+            int(d): str(s)
+            for d, s in df.filter(pl.col("eventType") == NVTX_DOMAIN)
+            .select("domainId", "text")
+            .iter_rows()
+            if d is not None and s is not None
+        }
+        rows = df.filter(pl.col("eventType").is_in([NVTX_MARK, NVTX_PUSHPOP, NVTX_STARTEND]))
+        unclosed = rows.filter((pl.col("eventType") != NVTX_MARK) & pl.col("end").is_null())
+        if unclosed.height:
+            self.warnings.append(f"{unclosed.height} NVTX ranges never closed; dropped")
+            rows = rows.filter((pl.col("eventType") == NVTX_MARK) | pl.col("end").is_not_null())
+        parts = []
+        for kind, types in (("range", [NVTX_PUSHPOP, NVTX_STARTEND]), ("marker", [NVTX_MARK])):
+            sel = rows.filter(pl.col("eventType").is_in(types))
+            if not sel.height:
+                continue
+            dur = (
+                (sel["end"] - sel["start"]).clip(lower_bound=0)
+                if kind == "range"
+                else pl.zeros(sel.height, pl.Int64, eager=True)
+            )
+            domain = pl.col("domainId").replace_strict(
+                domains, default=None, return_dtype=pl.String
+            )
+            args = sel.select(
+                pl.when(domain.is_not_null() | pl.col("category").is_not_null()).then(
+                    pl.struct(domain=domain, category="category").struct.json_encode()
+                )
+            )
+            gtid = sel["globalTid"].to_arrow()
+            columns = {
+                "device": -1,
+                "rank": 0,
+                "pid": _pid(gtid),
+                "tid": _tid(gtid),
+                "args": args.to_series().to_arrow(),
+            }
+            name = self.pool.from_strings(sel["text"].to_arrow())
+            parts.append(Part(kind, sel["start"].to_arrow(), dur.to_arrow(), name, None, columns))
+        return parts
+
+    def _ranks_from_thread_names(self, threads: pl.DataFrame) -> None:
+        for gtid, text in threads.select("globalTid", "text").iter_rows():
+            match = _MPI_RANK.fullmatch(text or "")
+            if match and gtid is not None:
+                self.rank_of_pid[(gtid >> 24) & 0xFFFFFF] = int(match.group(1))
+
+
+def _duration(t: pa.Table) -> pa.Array:
+    start = t.column("start").cast(pa.int64()).to_numpy()
+    end = t.column("end").cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+    return pa.array(np.maximum(end - start, 0))
+
+
+def _pid(global_id: Any) -> pa.Array:
+    arr = _int64(global_id)
+    return pa.array((arr >> 24) & 0xFFFFFF, mask=_nulls(global_id))
+
+
+def _tid(global_id: Any) -> pa.Array:
+    arr = _int64(global_id)
+    return pa.array(arr & 0xFFFFFF, mask=_nulls(global_id))
+
+
+def _int64(values: Any) -> np.ndarray:
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks else pa.array([], pa.int64())
+    return values.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+
+
+def _nulls(values: Any) -> np.ndarray | None:
+    if values.null_count == 0:
+        return None
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    return values.is_null().to_numpy(zero_copy_only=False)
+
+
+def _apply_ranks(table: pa.Table, rank_of_pid: dict[int, int]) -> pa.Table:
+    pid = table.column("pid").to_numpy()
+    ranks = np.zeros(len(pid), dtype=np.int32)
+    for p, r in rank_of_pid.items():
+        ranks[pid == p] = r
+    return table.set_column(table.schema.get_field_index("rank"), "rank", pa.array(ranks))
+
+
+SQLITE = Parser("nsys-sqlite", "Nsight Systems SQLite export (.sqlite)", sniff_sqlite, parse_sqlite)
+REPORT = Parser("nsys-rep", "Nsight Systems report (.nsys-rep/.qdrep; needs nsys)", sniff_report,
+                parse_report)  # fmt: skip

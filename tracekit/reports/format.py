@@ -1,0 +1,41 @@
+"""Small display helpers shared by the reports: durations, percentages, kernel names."""
+
+from __future__ import annotations
+
+import re
+
+_TEMPLATE_OR_ARGS = re.compile(r"[<(]")
+
+
+def fmt_ns(ns: float | int | None) -> str:
+    """A duration in ns as a short human string: ``812 ns``, ``4.20 µs``, ``1.53 ms``, ``2.1 s``."""
+    if ns is None:
+        return "-"
+    ns = float(ns)
+    if abs(ns) < 1_000:
+        return f"{ns:.0f} ns"
+    if abs(ns) < 1_000_000:
+        return f"{ns / 1e3:.2f} µs"
+    if abs(ns) < 1_000_000_000:
+        return f"{ns / 1e6:.2f} ms"
+    return f"{ns / 1e9:.3f} s"
+
+
+def fmt_pct(ratio: float | None) -> str:
+    """A ratio as a percentage with one decimal."""
+    return "-" if ratio is None else f"{100 * ratio:.1f}%"
+
+
+def short_name(name: str | None, width: int = 60) -> str:
+    """A readable form of a (demangled) kernel name: no return type, templates or parameters."""
+    if not name:
+        return "?"
+    text = name.strip()
+    if text.startswith("void "):
+        text = text[5:]
+    for anonymous in ("<unnamed>::", "(anonymous namespace)::"):
+        text = text.replace(anonymous, "")
+    cut = _TEMPLATE_OR_ARGS.search(text, 1)
+    if cut:
+        text = text[: cut.start()]
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,188 @@
+"""The normalized timeline: one Arrow table of events plus JSON metadata.
+
+Every parser ends in a :class:`Timeline`; everything downstream reads only this.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.feather as feather
+import pyarrow.parquet as pq
+
+from tracekit.errors import TraceError
+
+SCHEMA_VERSION = 1
+META_KEY = b"tracekit"
+
+KINDS = ("kernel", "memcpy", "memset", "comm", "sync", "api", "range", "op", "marker")
+DEVICE_KINDS = ("kernel", "memcpy", "memset", "comm", "sync")
+
+_DICT = pa.dictionary(pa.int32(), pa.string())
+
+SCHEMA = pa.schema(
+    [
+        pa.field("ts", pa.int64(), nullable=False),
+        pa.field("dur", pa.int64(), nullable=False),
+        pa.field("kind", _DICT),
+        pa.field("name", _DICT),
+        pa.field("device", pa.int32()),
+        pa.field("stream", pa.int64()),
+        pa.field("rank", pa.int32()),
+        pa.field("pid", pa.int64()),
+        pa.field("tid", pa.int64()),
+        pa.field("corr", pa.int64()),
+        pa.field("engine", _DICT),
+        pa.field("args", pa.string()),
+    ]
+)
+COLUMNS = tuple(SCHEMA.names)
+
+
+def empty_meta() -> dict[str, Any]:
+    """Return the metadata skeleton every parser fills in."""
+    return {
+        "format": None,
+        "producer": {},
+        "source": None,
+        "origin_ns": None,
+        "devices": [],
+        "ranks": [0],
+        "schema_version": SCHEMA_VERSION,
+        "warnings": [],
+    }
+
+
+def _as_dictionary(array: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
+    array = array if isinstance(array, pa.ChunkedArray) else pa.chunked_array([array])
+    if pa.types.is_dictionary(array.type):
+        if array.type == _DICT:
+            return array
+        array = array.cast(pa.string())
+    return pc.dictionary_encode(array.cast(pa.string())).cast(_DICT)
+
+
+def build_table(columns: Mapping[str, Any], length: int | None = None) -> pa.Table:
+    """Build an events table in :data:`SCHEMA` from a mapping of column -> array-like.
+
+    Missing columns become all-null; values are cast to the schema's types.
+    """
+    n = length
+    if n is None:
+        n = len(columns["ts"])
+    arrays = []
+    for field in SCHEMA:
+        value = columns.get(field.name)
+        if value is None:
+            arrays.append(pa.nulls(n, field.type))
+            continue
+        if isinstance(value, (pl.Series, pl.DataFrame)):
+            value = value.to_arrow()
+        if not isinstance(value, (pa.Array, pa.ChunkedArray)):
+            value = pa.array(value)
+        if pa.types.is_dictionary(field.type):
+            arrays.append(_as_dictionary(value))
+        else:
+            arrays.append(value.cast(field.type))
+    return pa.Table.from_arrays(arrays, schema=SCHEMA)
+
+
+class Timeline:
+    """Events of one trace (an Arrow table in :data:`SCHEMA`) and their metadata."""
+
+    def __init__(self, events: pa.Table, meta: Mapping[str, Any] | None = None) -> None:
+        base = empty_meta()
+        base.update(dict(meta or {}))
+        self._events = events.replace_schema_metadata(None)
+        self.meta: dict[str, Any] = base
+
+    @property
+    def events(self) -> pa.Table:
+        """The events as a pyarrow Table, with the metadata attached to its schema."""
+        return self._events.replace_schema_metadata({META_KEY: json.dumps(self.meta)})
+
+    @property
+    def df(self) -> pl.DataFrame:
+        """The events as a polars DataFrame (dictionary columns become Categorical)."""
+        return pl.from_arrow(self._events)  # type: ignore[return-value]
+
+    def __len__(self) -> int:
+        return self._events.num_rows
+
+    def __repr__(self) -> str:
+        return f"Timeline({self.meta.get('format')!r}, {len(self)} events)"
+
+    def warn(self, message: str) -> None:
+        """Record something the parser had to guess or drop."""
+        self.meta["warnings"].append(message)
+
+    def validate(self) -> list[str]:
+        """Return the schema violations found (an empty list when the timeline is sound)."""
+        problems = []
+        table = self._events
+        if table.schema.remove_metadata() != SCHEMA:
+            problems.append("columns or types differ from the timeline schema")
+            return problems
+        for col in ("ts", "dur"):
+            nulls = table.column(col).null_count
+            if nulls:
+                problems.append(f"{col} has {nulls} null values")
+        negative = pc.sum(pc.less(table.column("dur"), 0)).as_py() or 0
+        if negative:
+            problems.append(f"dur is negative in {negative} rows")
+        kinds = set(table.column("kind").unique().to_pylist()) - {None}
+        unknown = sorted(kinds - set(KINDS))
+        if unknown:
+            problems.append(f"unknown kinds: {', '.join(unknown)}")
+        missing_kind = table.column("kind").null_count
+        if missing_kind:
+            problems.append(f"kind is null in {missing_kind} rows")
+        return problems
+
+    def save(self, path: str | Path) -> Path:
+        """Write the timeline to Parquet (``.parquet``) or Arrow IPC (``.arrow``/``.feather``)."""
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix == ".parquet":
+            pq.write_table(self.events, path, compression="zstd")
+        elif suffix in (".arrow", ".feather", ".ipc"):
+            feather.write_feather(self.events, path, compression="zstd")
+        else:
+            raise TraceError(
+                f"{path}: unknown output type '{suffix}'; use a .parquet or .arrow file name"
+            )
+        return path
+
+    @classmethod
+    def from_arrow(cls, table: pa.Table, source: str = "") -> Timeline:
+        """Rebuild a Timeline from a table written by :meth:`save`."""
+        raw = (table.schema.metadata or {}).get(META_KEY)
+        if raw is None:
+            raise TraceError(
+                f"{source}: Arrow data without tracekit metadata; not a saved timeline"
+            )
+        missing = [c for c in COLUMNS if c not in table.column_names]
+        if missing:
+            raise TraceError(f"{source}: saved timeline lacks columns {', '.join(missing)}")
+        table = build_table({c: table.column(c) for c in COLUMNS}, table.num_rows)
+        return cls(table, json.loads(raw))
+
+    @classmethod
+    def read(cls, path: str | Path) -> Timeline:
+        """Read a timeline saved as Parquet or Arrow IPC."""
+        path = Path(path)
+        with path.open("rb") as fh:
+            magic = fh.read(6)
+        if magic[:4] == b"PAR1":
+            table = pq.read_table(path)
+        elif magic == b"ARROW1":
+            table = feather.read_table(path)
+        else:
+            raise TraceError(f"{path}: not a Parquet or Arrow IPC file")
+        return cls.from_arrow(table, str(path))
