@@ -19,6 +19,7 @@ class Probe:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.sqlite_error: str | None = None
         with path.open("rb") as fh:
             self.head = fh.read(4096)
 
@@ -35,7 +36,8 @@ class Probe:
             with closing(open_readonly(self.path)) as con:
                 rows = con.execute("SELECT name FROM sqlite_master WHERE type='table'")
                 return frozenset(r[0] for r in rows)
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as exc:
+            self.sqlite_error = str(exc)
             return frozenset()
 
 
@@ -90,10 +92,13 @@ def _unrecognised(probe: Probe) -> str:
     path = probe.path
     known = ", ".join(supported_formats())
     if probe.is_sqlite:
-        if not probe.tables:
+        if probe.sqlite_error:
             return (
-                f"{path}: SQLite file is unreadable or has no tables (truncated?); known: {known}"
+                f"{path}: SQLite file is corrupt or truncated ({probe.sqlite_error});"
+                " copy or export it again"
             )
+        if not probe.tables:
+            return f"{path}: SQLite file has no tables; pass a profiler export (known: {known})"
         return (
             f"{path}: SQLite database of an unknown kind (tables: "
             f"{', '.join(sorted(probe.tables)[:5])}…); known formats: {known}"

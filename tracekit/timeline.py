@@ -126,7 +126,7 @@ class Timeline:
         """Return the schema violations found (an empty list when the timeline is sound)."""
         problems = []
         table = self._events
-        if table.schema.remove_metadata() != SCHEMA:
+        if [(f.name, f.type) for f in table.schema] != [(f.name, f.type) for f in SCHEMA]:
             problems.append("columns or types differ from the timeline schema")
             return problems
         for col in ("ts", "dur"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 _TEMPLATE_OR_ARGS = re.compile(r"[<(]")
+_WRAPPERS = {"device_kernel", "Kernel", "Kernel2", "kernel"}
 
 
 def fmt_ns(ns: float | int | None) -> str:
@@ -37,5 +38,10 @@ def short_name(name: str | None, width: int = 60) -> str:
         text = text.replace(anonymous, "")
     cut = _TEMPLATE_OR_ARGS.search(text, 1)
     if cut:
-        text = text[: cut.start()]
+        base = text[: cut.start()]
+        if text[cut.start()] == "<" and base.rsplit("::", 1)[-1] in _WRAPPERS:
+            # cutlass::device_kernel<...GemmUniversal<...>>: the template argument is the kernel.
+            inner = short_name(text[cut.start() + 1 :], width)
+            base = f"{base}<{inner.rsplit('::', 1)[-1]}>"
+        text = base
     return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,51 @@
+"""Shared test helpers: where the real traces are, and a CLI runner."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REAL_ENV = "TRACEKIT_REAL_TRACES"
+
+
+def real_root() -> Path | None:
+    """The folder of real traces named by $TRACEKIT_REAL_TRACES, or None."""
+    value = os.environ.get(REAL_ENV)
+    return Path(value) if value else None
+
+
+def real_files(vendor: str, *patterns: str) -> list[pytest.param]:
+    """pytest params for the real traces of ``vendor`` matching ``patterns``.
+
+    Without $TRACEKIT_REAL_TRACES this is a single skipped param, so the skip is visible.
+    """
+    root = real_root()
+    if root is None:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"{REAL_ENV} not set"))]
+    files = sorted({p for pat in patterns for p in (root / vendor).glob(pat)})
+    if not files:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no {patterns} in {root}"))]
+    return [pytest.param(p, id=f"{p.parent.name}/{p.name}") for p in files]
+
+
+def sha256(path: Path) -> str:
+    """Digest of a file, to prove that tracekit never changes its input."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `python -m tracekit ARGS` in a subprocess, as a user would."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "tracekit", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=300,
+        check=False,
+    )
