@@ -51,24 +51,27 @@ class SqliteSource:
         row = self.con.execute(sql).fetchone()
         return None if row is None else row[0]
 
-    def arrow(
-        self, sql: str, table: str | None = None, partition_on: str | None = None
-    ) -> pa.Table:
-        """Run ``sql`` and return the result as an Arrow table.
+    def arrow(self, sql: str) -> pa.Table:
+        """Run ``sql`` and return the result as an Arrow table."""
+        return self._read(sql, {})
 
-        Large tables are read with connectorx, split over the CPU cores on ``partition_on``.
+    def scan(self, table: str, select: str) -> pa.Table:
+        """``SELECT {select} FROM {table}`` as Arrow, split over the CPU cores by rowid.
+
+        Rowid ranges are B-tree seeks in SQLite, so each worker reads only its own share.
         """
+        rows = self.scalar(f'SELECT max(rowid) FROM "{table}"') or 0
+        if rows < _PARTITION_MIN_ROWS or not self._fast:
+            return self._read(f'SELECT {select} FROM "{table}"', {})
+        sql = f'SELECT rowid AS _tk_row, {select} FROM "{table}"'
+        kwargs = {"partition_on": "_tk_row", "partition_num": min(os.cpu_count() or 1, 8)}
+        return self._read(sql, kwargs).drop_columns(["_tk_row"])
+
+    def _read(self, sql: str, kwargs: dict[str, object]) -> pa.Table:
         if not self._fast:
             return self._arrow_stdlib(sql)
         import connectorx as cx
 
-        kwargs: dict[str, object] = {}
-        if (
-            partition_on
-            and table
-            and (self.scalar(f'SELECT max(rowid) FROM "{table}"') or 0) > (_PARTITION_MIN_ROWS)
-        ):
-            kwargs = {"partition_on": partition_on, "partition_num": min(os.cpu_count() or 1, 8)}
         uri = "sqlite://" + urllib.parse.quote(str(self.path.resolve()))
         try:
             return cx.read_sql(uri, sql, return_type="arrow", **kwargs)

@@ -34,15 +34,13 @@ class Part:
         return len(self.name)
 
 
-def _column(value: Any, n: int, type_: pa.DataType) -> pa.Array:
+def _column(value: Any, n: int, type_: pa.DataType) -> pa.Array | pa.ChunkedArray:
     if value is None:
         return pa.nulls(n, type_)
     if isinstance(value, (int, float, str)):
         return pa.array(np.full(n, value) if not isinstance(value, str) else [value] * n, type_)
-    if isinstance(value, pa.ChunkedArray):
-        value = value.combine_chunks() if value.num_chunks else pa.array([], type_)
-    if isinstance(value, pa.Array):
-        return value.cast(type_)
+    if isinstance(value, (pa.Array, pa.ChunkedArray)):
+        return value if value.type == type_ else value.cast(type_)
     return pa.array(value, type_)
 
 

@@ -217,11 +217,11 @@ class _Reader:
             )
         else:
             args += " || '}'"
-        sql = (
-            f'SELECT start, "end", deviceId, streamId, correlationId, globalPid,'
-            f" {name_col} AS nameId, CAST({args} AS TEXT) AS args FROM {KERNEL}"
+        select = (
+            'start, "end", deviceId, streamId, correlationId, globalPid,'
+            f" {name_col} AS nameId, CAST({args} AS TEXT) AS args"
         )
-        t = self.db.arrow(sql, KERNEL, partition_on="start")
+        t = self.db.scan(KERNEL, select)
         name = self.pool.from_ids(t.column("nameId"))
         return [self._device_part("kernel", t, name, "sm", t.column("args"))]
 
@@ -231,11 +231,10 @@ class _Reader:
             return []
         src = "srcKind" if "srcKind" in cols else "NULL"
         dst = "dstKind" if "dstKind" in cols else "NULL"
-        t = self.db.arrow(
-            f'SELECT start, "end", deviceId, streamId, correlationId, globalPid, bytes,'
-            f" copyKind, {src} AS srcKind, {dst} AS dstKind FROM {MEMCPY}",
+        t = self.db.scan(
             MEMCPY,
-            partition_on="start",
+            f'start, "end", deviceId, streamId, correlationId, globalPid, bytes,'
+            f" copyKind, {src} AS srcKind, {dst} AS dstKind",
         )
         df = pl.from_arrow(t).select(
             copy=pl.col("copyKind").replace_strict(COPY_KINDS, default="Unknown"),
@@ -255,11 +254,10 @@ class _Reader:
         if not cols:
             return []
         mem = "memKind" if "memKind" in cols else "NULL"
-        t = self.db.arrow(
-            f'SELECT start, "end", deviceId, streamId, correlationId, globalPid, bytes, value,'
-            f" {mem} AS memKind FROM {MEMSET}",
+        t = self.db.scan(
             MEMSET,
-            partition_on="start",
+            f'start, "end", deviceId, streamId, correlationId, globalPid, bytes, value,'
+            f" {mem} AS memKind",
         )
         df = pl.from_arrow(t)
         names = df.select(
@@ -272,11 +270,9 @@ class _Reader:
     def sync(self) -> list[Part]:
         if not self.db.columns(SYNC):
             return []
-        t = self.db.arrow(
-            f'SELECT start, "end", deviceId, streamId, correlationId, globalPid, syncType,'
-            f" eventId FROM {SYNC}",
+        t = self.db.scan(
             SYNC,
-            partition_on="start",
+            'start, "end", deviceId, streamId, correlationId, globalPid, syncType, eventId',
         )
         df = pl.from_arrow(t)
         names = df.select(
@@ -297,10 +293,9 @@ class _Reader:
     def runtime(self) -> list[Part]:
         if not self.db.columns(RUNTIME):
             return []
-        t = self.db.arrow(
-            f'SELECT start, "end", eventClass, globalTid, correlationId, nameId FROM {RUNTIME}',
+        t = self.db.scan(
             RUNTIME,
-            partition_on="start",
+            'start, "end", eventClass, globalTid, correlationId, nameId',
         )
         df = pl.from_arrow(t)
         backtrace = df.filter(pl.col("eventClass") == EVENT_CLASS_BACKTRACE)
@@ -323,10 +318,17 @@ class _Reader:
 
     def _api_names(self, ids: np.ndarray) -> np.ndarray:
         """Map runtime name ids to names without nsys's ``_vNNNN`` API version suffix."""
-        unique, inverse = np.unique(ids, return_inverse=True)
+        if not len(ids):
+            return np.empty(0, dtype=np.int64)
+        offset = int(ids.min())  # ids are small string-table keys; -1 marks a missing name
+        seen = np.zeros(int(ids.max()) - offset + 1, dtype=bool)
+        seen[ids - offset] = True
+        unique = np.nonzero(seen)[0] + offset
         labels = [self.pool.value_of_id(int(i)) for i in unique]
         stripped = [None if s is None else _API_VERSION_SUFFIX.sub("", s) for s in labels]
-        return self.pool.from_strings(stripped)[inverse.reshape(-1)]
+        index_of = np.full(len(seen), -1, dtype=np.int64)
+        index_of[unique - offset] = self.pool.from_strings(stripped)
+        return index_of[ids - offset]
 
     def nvtx(self) -> list[Part]:
         cols = self.db.columns(NVTX)

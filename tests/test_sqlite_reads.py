@@ -1,0 +1,39 @@
+"""The SQLite read paths give identical timelines: partitioned, single, and stdlib fallback."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import tracekit
+from tracekit.parsers import _sqlite
+
+DEMO = Path(__file__).resolve().parents[1] / "tracekit" / "data" / "demo.sqlite"
+
+
+def _rows(path: Path) -> pl.DataFrame:
+    df = tracekit.load(path).df
+    return df.with_columns(pl.col(pl.Categorical).cast(pl.String)).sort(df.columns)
+
+
+def test_rowid_partitioned_scan_equals_single_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    single = _rows(DEMO)
+    monkeypatch.setattr(_sqlite, "_PARTITION_MIN_ROWS", 0)
+    monkeypatch.setattr(_sqlite.os, "cpu_count", lambda: 3)
+    partitioned = _rows(DEMO)
+    assert partitioned.height == 2328
+    assert partitioned.equals(single)
+
+
+def test_stdlib_fallback_when_a_journal_sits_beside_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "demo.sqlite"
+    shutil.copy(DEMO, path)
+    (tmp_path / "demo.sqlite-journal").write_bytes(b"")
+    source = _sqlite.SqliteSource(path)
+    assert source._fast is False
+    source.close()
+    assert _rows(path).equals(_rows(DEMO))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.sqlite", "demo.sqlite-journal"]
