@@ -1,29 +1,17 @@
-"""Nsight Systems: ``nsys export --type sqlite`` databases (schema 2.9 to 3.16+) and reports.
-
-Reads kernels, memcpy, memset, synchronization, CUDA runtime/driver calls and NVTX ranges
-and marks in bulk; names resolve through ``StringIds`` into one dictionary column.
-"""
+"""Readers for the activity tables of an nsys export, each returning :class:`Part` rows."""
 
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from tracekit.errors import TraceError
-from tracekit.load import Probe
-from tracekit.parsers import Parser, Progress
 from tracekit.parsers._sqlite import SqliteSource
-from tracekit.parsers.assemble import Part, assemble
+from tracekit.parsers.assemble import Part
 from tracekit.parsers.names import NamePool
-from tracekit.timeline import Timeline, empty_meta
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -31,8 +19,6 @@ MEMSET = "CUPTI_ACTIVITY_KIND_MEMSET"
 SYNC = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 NVTX = "NVTX_EVENTS"
-META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")
-REPORT_MAGIC = b"NVIDIA Tegra Profiler Report"
 
 NONE_U32 = 4294967295  # CUPTI's "not applicable" for stream and event ids
 EVENT_CLASS_BACKTRACE = 67  # 2.9.x writes every runtime call twice; this is the copy
@@ -54,134 +40,7 @@ _API_VERSION_SUFFIX = re.compile(r"_v\d{4,}$")
 _MPI_RANK = re.compile(r"MPI Rank (\d+)")
 
 
-def sniff_sqlite(probe: Probe) -> bool:
-    """An nsys export is a SQLite file with ``StringIds`` and an export metadata table."""
-    tables = probe.tables
-    return "StringIds" in tables and (
-        any(t in tables for t in META_TABLES) or any(t.startswith("CUPTI_") for t in tables)
-    )
-
-
-def sniff_report(probe: Probe) -> bool:
-    """``.nsys-rep`` / ``.qdrep`` reports start with the Tegra profiler magic."""
-    return probe.head.startswith(REPORT_MAGIC) or probe.path.suffix in (".nsys-rep", ".qdrep")
-
-
-def parse_sqlite(path: Path, progress: Progress | None = None) -> Timeline:
-    """Read an nsys SQLite export into a :class:`Timeline`."""
-    note = progress or (lambda _msg: None)
-    db = SqliteSource(path)
-    try:
-        if KERNEL not in db.tables:
-            raise TraceError(
-                f"{path}: Nsight Systems export has no {KERNEL} table (no GPU kernels captured);"
-                " profile with `nsys profile --trace=cuda,nvtx` and export again"
-            )
-        meta = _metadata(db, path)
-        note("strings")
-        strings = db.arrow('SELECT id, value FROM "StringIds"')
-        pool = NamePool(strings.column("id"), strings.column("value"))
-        reader = _Reader(db, pool)
-        parts: list[Part] = []
-        for label, read in (
-            ("kernels", reader.kernels),
-            ("memory copies", reader.memcpy),
-            ("memsets", reader.memset),
-            ("synchronization", reader.sync),
-            ("CUDA API calls", reader.runtime),
-            ("NVTX ranges", reader.nvtx),
-        ):
-            note(label)
-            parts.extend(read())
-        note("assembling")
-        table = assemble(parts, pool)
-        meta["warnings"].extend(reader.warnings)
-        ranks = reader.rank_of_pid
-        if ranks:
-            meta["ranks"] = sorted(set(ranks.values()))
-            table = _apply_ranks(table, ranks)
-        return Timeline(table, meta)
-    finally:
-        db.close()
-
-
-def parse_report(path: Path, progress: Progress | None = None) -> Timeline:
-    """Export an ``.nsys-rep``/``.qdrep`` with ``nsys`` into a temporary folder and read it."""
-    nsys = shutil.which("nsys")
-    if nsys is None:
-        raise TraceError(
-            f"{path}: Nsight Systems reports need `nsys` to decode and it is not on PATH;"
-            f" run `nsys export --type sqlite --output {path.with_suffix('.sqlite').name}"
-            f" {path.name}` where Nsight Systems is installed, then pass the .sqlite file"
-        )
-    with tempfile.TemporaryDirectory(prefix="tracekit-nsys-") as tmp:
-        out = Path(tmp) / "export.sqlite"
-        if progress:
-            progress("nsys export")
-        cmd = [nsys, "export", "--type", "sqlite", "--output", str(out), str(path.resolve())]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if done.returncode != 0 or not out.exists():
-            last = (done.stderr or done.stdout or "no output").strip().splitlines()
-            raise TraceError(
-                f"{path}: `nsys export` failed (exit {done.returncode}: "
-                f"{last[-1] if last else 'no output'}); check the report opens in nsys"
-            )
-        timeline = parse_sqlite(out, progress)
-    timeline.meta["format"] = "nsys-rep"
-    timeline.meta["source"] = path.name
-    return timeline
-
-
-def _metadata(db: SqliteSource, path: Path) -> dict[str, Any]:
-    meta = empty_meta()
-    meta["format"] = "nsys-sqlite"
-    meta["source"] = path.name
-    table = next((t for t in META_TABLES if t in db.tables), None)
-    info: dict[str, str] = {}
-    if table:
-        info = dict(db.con.execute(f'SELECT name, value FROM "{table}"').fetchall())
-    meta["producer"] = {
-        "name": info.get("EXPORT_PRODUCT_NAME", "NVIDIA Nsight Systems"),
-        "version": info.get("EXPORT_PRODUCT_VERSION"),
-        "export_schema": info.get("EXPORT_SCHEMA_VERSION"),
-    }
-    if "TARGET_INFO_SESSION_START_TIME" in db.tables:
-        meta["origin_ns"] = db.scalar('SELECT utcEpochNs FROM "TARGET_INFO_SESSION_START_TIME"')
-    meta["devices"] = _devices(db)
-    if not meta["devices"]:
-        meta["warnings"].append("no GPU description table (TARGET_INFO_GPU); device names unknown")
-    return meta
-
-
-def _devices(db: SqliteSource) -> list[dict[str, Any]]:
-    cols = db.columns("TARGET_INFO_GPU")
-    if cols:
-        want = [c for c in ("id", "name", "smCount", "totalMemory", "chipName", "busLocation",
-                            "computeMajor", "computeMinor", "uuid") if c in cols]  # fmt: skip
-        rows = db.con.execute(
-            f'SELECT {", ".join(want)} FROM "TARGET_INFO_GPU" ORDER BY id'
-        ).fetchall()
-        devices = []
-        for row in rows:
-            r = dict(zip(want, row))
-            cc = None
-            if r.get("computeMajor") is not None:
-                cc = f"{r['computeMajor']}.{r.get('computeMinor') or 0}"
-            devices.append({
-                "index": r.get("id"), "name": r.get("name"), "vendor": "NVIDIA",
-                "cores": r.get("smCount"), "memory": r.get("totalMemory"),
-                "compute_capability": cc, "chip": r.get("chipName"), "bus": r.get("busLocation"),
-            })  # fmt: skip
-        return devices
-    cols = db.columns("TARGET_INFO_CUDA_DEVICE")
-    if cols and "name" in cols:
-        key = "cuDevice" if "cuDevice" in cols else ("id" if "id" in cols else "rowid")
-        rows = db.con.execute(f'SELECT {key}, name FROM "TARGET_INFO_CUDA_DEVICE"').fetchall()
-        return [{"index": i, "name": n, "vendor": "NVIDIA"} for i, n in rows]
-    return []
-
-
-class _Reader:
+class TableReader:
     """Reads each activity table of one export into :class:`Part` objects."""
 
     def __init__(self, db: SqliteSource, pool: NamePool) -> None:
@@ -189,18 +48,32 @@ class _Reader:
         self.pool = pool
         self.warnings: list[str] = []
         self.rank_of_pid: dict[int, int] = {}
+        self.device_map: dict[tuple[int, int], int] = {}
 
     def _device_part(self, kind: str, t: pa.Table, name: np.ndarray, engine: str | None,
                      args: pa.Array | None, stream: Any = None) -> Part:  # fmt: skip
+        pid = _pid(t.column("globalPid"))
         columns = {
-            "device": t.column("deviceId"),
+            "device": self._gpu_ids(pid, t.column("deviceId")),
             "stream": t.column("streamId") if stream is None else stream,
             "rank": 0,
-            "pid": _pid(t.column("globalPid")),
+            "pid": pid,
             "corr": t.column("correlationId"),
             "args": args,
         }
         return Part(kind, t.column("start"), _duration(t), name, engine, columns)
+
+    def _gpu_ids(self, pid: pa.Array, device: Any) -> Any:
+        """CUDA ordinals -> GPU ids where the export maps them (see ``cuda_device_map``)."""
+        if not self.device_map:
+            return device
+        keys = np.array(sorted(self.device_map), dtype=np.int64).reshape(-1, 2)
+        gpus = np.array([self.device_map[tuple(k)] for k in keys], dtype=np.int64)
+        encoded = keys[:, 0] << 20 | keys[:, 1]
+        ordinal = _int64(device)
+        wanted = _int64(pid) << 20 | ordinal
+        pos = np.clip(np.searchsorted(encoded, wanted), 0, len(encoded) - 1)
+        return pa.array(np.where(encoded[pos] == wanted, gpus[pos], ordinal))
 
     def kernels(self) -> list[Part]:
         cols = self.db.columns(KERNEL)
@@ -426,14 +299,10 @@ def _nulls(values: Any) -> np.ndarray | None:
     return values.is_null().to_numpy(zero_copy_only=False)
 
 
-def _apply_ranks(table: pa.Table, rank_of_pid: dict[int, int]) -> pa.Table:
+def apply_ranks(table: pa.Table, rank_of_pid: dict[int, int]) -> pa.Table:
+    """Set the rank column from a process -> MPI rank map."""
     pid = table.column("pid").to_numpy()
     ranks = np.zeros(len(pid), dtype=np.int32)
     for p, r in rank_of_pid.items():
         ranks[pid == p] = r
     return table.set_column(table.schema.get_field_index("rank"), "rank", pa.array(ranks))
-
-
-SQLITE = Parser("nsys-sqlite", "Nsight Systems SQLite export (.sqlite)", sniff_sqlite, parse_sqlite)
-REPORT = Parser("nsys-rep", "Nsight Systems report (.nsys-rep/.qdrep; needs nsys)", sniff_report,
-                parse_report)  # fmt: skip
