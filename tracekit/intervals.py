@@ -17,15 +17,35 @@ def merge(df: pl.DataFrame | pl.LazyFrame, keys: Sequence[str] = ()) -> pl.DataF
     Input needs ``ts`` and ``dur``; output has ``*keys, start, end``, sorted.
     """
     keys = list(keys)
-    lf = df.lazy().select(*keys, start=pl.col("ts"), end=pl.col("ts") + pl.col("dur"))
-    lf = lf.sort([*keys, "start"])
-    reach = pl.col("end").cum_max().shift(1)
+    frame = df.lazy().select(*keys, start=pl.col("ts"), end=pl.col("ts") + pl.col("dur"))
+    frame = frame.sort([*keys, "start"]).collect()
+    if frame.height == 0:
+        return frame
+    # One running maximum over all groups: lift each group by `group * span` so that the
+    # maximum never carries from one group into the next.
+    origin = frame["start"].min()
+    span = frame["end"].max() - origin + 1
+    group = pl.lit(0, pl.Int64)
     if keys:
-        reach = reach.over(keys)
-    lf = lf.with_columns(_new=reach.is_null() | (pl.col("start") > reach))
-    lf = lf.with_columns(_seg=pl.col("_new").cum_sum())
-    merged = lf.group_by([*keys, "_seg"]).agg(pl.col("start").min(), pl.col("end").max())
-    return merged.drop("_seg").sort([*keys, "start"]).collect()
+        first = pl.int_range(pl.len()) == 0
+        changed = pl.any_horizontal(
+            first, *[pl.col(k).ne_missing(pl.col(k).shift(1)) for k in keys]
+        )
+        group = changed.cum_sum() - 1
+    frame = frame.with_columns(_group=group.cast(pl.Int64))
+    groups = int(frame["_group"].max()) + 1
+    if span * groups >= 2**62:
+        raise OverflowError("interval span too large to merge in one pass")
+    lift = pl.col("_group") * span - origin
+    reach = (pl.col("end") + lift).cum_max()
+    frame = frame.with_columns(
+        _new=reach.shift(1).is_null() | (pl.col("start") + lift > reach.shift(1)),
+        _reach=reach - lift,
+    )
+    # A merged interval starts at a `_new` row and ends at the reach of its last row.
+    is_last = pl.col("_new").shift(-1).fill_null(True)
+    ends = frame.filter(is_last)["_reach"].alias("end")
+    return frame.filter(pl.col("_new")).select(*keys, "start").with_columns(ends)
 
 
 def union_length(df: pl.DataFrame | pl.LazyFrame, keys: Sequence[str] = ()) -> pl.DataFrame:

@@ -80,8 +80,9 @@ def summary(timeline: Timeline, top: int = 15) -> dict[str, Any]:
     )
     kernels = dev.filter(pl.col("kind").is_in(["kernel", "comm"]))
     top_kernels = (
-        kernels.group_by(pl.col("name").cast(pl.String))
+        kernels.group_by("name")
         .agg(count=pl.len(), total_ns=pl.col("dur").sum(), mean_ns=pl.col("dur").mean())
+        .with_columns(pl.col("name").cast(pl.String))
         .with_columns(share=pl.col("total_ns") / max(total_device_ns, 1))
         .sort(["total_ns", "name"], descending=[True, False])
         .head(top)

@@ -100,6 +100,7 @@ class Timeline:
         base = empty_meta()
         base.update(dict(meta or {}))
         self._events = events.replace_schema_metadata(None)
+        self._df: pl.DataFrame | None = None
         self.meta: dict[str, Any] = base
 
     @property
@@ -110,7 +111,9 @@ class Timeline:
     @property
     def df(self) -> pl.DataFrame:
         """The events as a polars DataFrame (dictionary columns become Categorical)."""
-        return pl.from_arrow(self._events)  # type: ignore[return-value]
+        if self._df is None:
+            self._df = pl.from_arrow(self._events)  # type: ignore[assignment]
+        return self._df  # type: ignore[return-value]
 
     def __len__(self) -> int:
         return self._events.num_rows

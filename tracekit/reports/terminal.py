@@ -82,13 +82,24 @@ def render_summary(data: dict[str, Any]) -> Group:
     top = Table(title="top kernels", title_justify="left", box=None, header_style="bold")
     for col in ("kernel", "count", "total", "mean", "share"):
         top.add_column(col, justify="left" if col == "kernel" else "right")
-    for row in data["top_kernels"]:
+    for row, label in zip(data["top_kernels"], _distinct_labels(data["top_kernels"])):
         top.add_row(
-            Text(short_name(row["name"])), f"{row['count']:,}", fmt_ns(row["total_ns"]),
+            Text(label), f"{row['count']:,}", fmt_ns(row["total_ns"]),
             fmt_ns(row["mean_ns"]), fmt_pct(row["share"]),
         )  # fmt: skip
     parts: list[Any] = [devices, Text(), kinds, Text(), streams, Text(), top]
     return Group(*parts, *_warnings(data.get("warnings", [])))
+
+
+def _distinct_labels(rows: list[dict[str, Any]]) -> list[str]:
+    """Short kernel names, numbered where different kernels shorten to the same text."""
+    labels = [short_name(row["name"]) for row in rows]
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if labels.count(label) == 1 else f"{label} #{seen[label]}")
+    return out
 
 
 def print_renderable(renderable: Any, console: Console | None = None) -> None:
