@@ -20,8 +20,10 @@ class Probe:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.sqlite_error: str | None = None
-        with path.open("rb") as fh:
-            self.head = fh.read(4096)
+        self.head = b""
+        if path.is_file():
+            with path.open("rb") as fh:
+                self.head = fh.read(4096)
 
     @property
     def is_sqlite(self) -> bool:
@@ -59,9 +61,7 @@ def load(path: str | Path, format: str | None = None, progress=None) -> Timeline
     path = Path(path)
     if not path.exists():
         raise TraceError(f"{path}: no such file")
-    if path.is_dir():
-        raise TraceError(f"{path}: is a folder; pass a trace file")
-    if path.stat().st_size == 0:
+    if path.is_file() and path.stat().st_size == 0:
         raise TraceError(f"{path}: empty file; pass a profiler trace")
     parsers = registry()
     if format is not None:
@@ -103,4 +103,6 @@ def _unrecognised(probe: Probe) -> str:
             f"{path}: SQLite database of an unknown kind (tables: "
             f"{', '.join(sorted(probe.tables)[:5])}…); known formats: {known}"
         )
+    if path.is_dir():
+        return f"{path}: folder holds no trace tracekit reads (tried {known}); pass a trace file"
     return f"{path}: not a recognised trace (tried {known}); check the file or pass --format"

@@ -25,6 +25,6 @@ class Parser:
 
 def registry() -> list[Parser]:
     """All built-in parsers, most specific first."""
-    from tracekit.parsers import nsys, saved
+    from tracekit.parsers import kineto, nsys, saved
 
-    return [nsys.SQLITE, nsys.REPORT, saved.PARQUET, saved.ARROW]
+    return [nsys.SQLITE, nsys.REPORT, kineto.KINETO, saved.PARQUET, saved.ARROW]

@@ -1,0 +1,171 @@
+"""PyTorch profiler (Kineto) Chrome traces from CUDA (CUPTI) and ROCm (roctracer,
+rocprofiler-sdk): ``.json``, ``.json.gz``, ``*.pt.trace.json(.gz)``, an object with
+``traceEvents`` or a bare event list, or a folder of per-rank files read as one timeline.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from tracekit.errors import TraceError
+from tracekit.load import Probe
+from tracekit.parsers import Parser, Progress
+from tracekit.parsers.assemble import assemble
+from tracekit.parsers.kineto.decode import GZIP_MAGIC, decode, raw_timestamps, read_bytes
+from tracekit.parsers.kineto.rows import EventColumns
+from tracekit.parsers.names import NamePool
+from tracekit.timeline import Timeline, empty_meta
+
+_MARKERS = (b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"', b'"cpu_op"',
+            b'"cuda_runtime"', b'"kernel"', b'"gpu_memcpy"', b'"python_function"',
+            b'"user_annotation"', b'"Kernel"', b'"Runtime"', b'"Operator"', b'"ac2g"',
+            b"PyTorch Profiler")  # fmt: skip
+_SUFFIXES = (".json", ".json.gz", ".gz")
+_RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
+
+
+def _text_head(probe: Probe) -> bytes:
+    head = probe.head
+    if head.startswith(GZIP_MAGIC):
+        try:
+            with probe.path.open("rb") as fh:
+                return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(fh.read(1 << 16), 1 << 18)
+        except zlib.error:
+            return b""
+    return head
+
+
+def sniff(probe: Probe) -> bool:
+    """A Chrome-trace JSON (plain or gzip) with Kineto's keys or categories near its start."""
+    if probe.path.is_dir():
+        return bool(_trace_files(probe.path))
+    text = _text_head(probe).lstrip()
+    if text[:1] not in (b"{", b"["):
+        return False
+    if text[:1] == b"{" and b'"traceEvents"' not in text and b'"schemaVersion"' not in text:
+        return False
+    return any(marker in text for marker in _MARKERS)
+
+
+def _trace_files(folder: Path) -> list[Path]:
+    files = [p for p in sorted(folder.iterdir()) if p.is_file() and p.name.endswith(_SUFFIXES)]
+    return [p for p in files if p.stat().st_size and sniff(Probe(p))]
+
+
+def parse(path: Path, progress: Progress | None = None, include_python: bool = False) -> Timeline:
+    """Read a Kineto trace file, or every trace file of a folder (one per rank)."""
+    if not path.is_dir():
+        return _parse_file(path, progress, include_python)
+    files = _trace_files(path)
+    if not files:
+        raise TraceError(f"{path}: folder holds no PyTorch-profiler trace files (.json/.json.gz)")
+    timelines = [_parse_file(f, progress, include_python, rank_hint=_rank_hint(f)) for f in files]
+    return _merge(path, timelines)
+
+
+def _rank_hint(path: Path) -> int | None:
+    match = _RANK_IN_NAME.search(path.name)
+    return int(match.group(1)) if match else None
+
+
+def _parse_file(path: Path, progress: Progress | None, include_python: bool,
+                rank_hint: int | None = None) -> Timeline:  # fmt: skip
+    note = progress or (lambda _msg: None)
+    note(f"reading {path.name}")
+    data = read_bytes(path)
+    warnings: list[str] = []
+    note("decoding JSON")
+    trace = decode(path, data, warnings)
+    events = trace.traceEvents
+    if events is None:
+        raise TraceError(f"{path}: JSON without traceEvents; not a PyTorch-profiler trace")
+    meta = _metadata(trace, path)
+    if rank_hint is not None and not trace.distributedInfo:
+        meta["ranks"] = [rank_hint]
+    note(f"{len(events):,} events")
+    columns = EventColumns(events, meta["ranks"][0], include_python, lambda: raw_timestamps(data))
+    pool = NamePool()
+    table = assemble(columns.parts(pool), pool)
+    meta["warnings"] = warnings + columns.warnings
+    if len(table):
+        meta["ranks"] = sorted(pa.compute.unique(table.column("rank")).to_pylist())
+    return _rebase(Timeline(table, meta), trace)
+
+
+def _rebase(timeline: Timeline, trace: Any) -> Timeline:
+    """Make ts relative to the first event; record the absolute origin in ns."""
+    events = timeline.events
+    if not len(timeline):
+        return timeline
+    first = pa.compute.min(events.column("ts")).as_py()
+    base = trace.baseTimeNanoseconds if isinstance(trace.baseTimeNanoseconds, int) else 0
+    shifted = pa.compute.subtract(events.column("ts"), first)
+    table = events.set_column(0, "ts", shifted).replace_schema_metadata(None)
+    timeline.meta["origin_ns"] = base + first
+    return Timeline(table, timeline.meta)
+
+
+def _metadata(trace: Any, path: Path) -> dict[str, Any]:
+    meta = empty_meta()
+    meta["format"] = "kineto"
+    meta["source"] = path.name
+    backend = "CUPTI"
+    version = trace.cupti_version
+    if trace.roctracer_version is not None:
+        backend, version = "roctracer", trace.roctracer_version
+    elif trace.rocprofiler_sdk_version is not None:
+        backend, version = "rocprofiler-sdk", trace.rocprofiler_sdk_version
+    elif trace.hip_runtime_version is not None:
+        backend, version = "ROCm", trace.hip_runtime_version
+    meta["producer"] = {
+        "name": "PyTorch Profiler (Kineto)",
+        "version": trace.schemaVersion,
+        "backend": backend,
+        "backend_version": version,
+    }
+    vendor = "AMD" if backend != "CUPTI" else "NVIDIA"
+    devices = []
+    for dev in trace.deviceProperties or []:
+        get = dev.get if isinstance(dev, dict) else lambda k, d=dev: getattr(d, k, None)
+        major, minor = get("computeMajor"), get("computeMinor")
+        name = get("name") or None
+        devices.append({
+            "index": get("id"), "name": name,
+            "vendor": "AMD" if name and ("AMD" in name or "Radeon" in name) else vendor,
+            "cores": get("numSms"), "memory": get("totalGlobalMem"),
+            "compute_capability": None if major is None else f"{major}.{minor or 0}",
+        })  # fmt: skip
+    meta["devices"] = devices
+    dist = trace.distributedInfo
+    if dist is not None:
+        get = dist.get if isinstance(dist, dict) else lambda k, d=dist: getattr(d, k, None)
+        meta["ranks"] = [get("rank") or 0]
+        meta["world_size"] = get("world_size")
+        meta["distributed_backend"] = get("backend")
+    return meta
+
+
+def _merge(folder: Path, timelines: list[Timeline]) -> Timeline:
+    """Per-rank timelines on one clock: ts relative to the earliest origin of all ranks."""
+    origin = min(t.meta["origin_ns"] or 0 for t in timelines)
+    tables = []
+    for timeline in timelines:
+        shift = (timeline.meta["origin_ns"] or 0) - origin
+        events = timeline.events.replace_schema_metadata(None)
+        tables.append(events.set_column(0, "ts", pa.compute.add(events.column("ts"), shift)))
+    meta = dict(timelines[0].meta)
+    meta["source"] = folder.name
+    meta["origin_ns"] = origin
+    meta["ranks"] = sorted({r for t in timelines for r in t.meta["ranks"]})
+    meta["files"] = [t.meta["source"] for t in timelines]
+    meta["warnings"] = [f"{t.meta['source']}: {w}" for t in timelines for w in t.meta["warnings"]]
+    return Timeline(pa.concat_tables(tables, promote_options="permissive"), meta)
+
+
+KINETO = Parser("kineto", "PyTorch profiler / Kineto trace (.json, .json.gz, folder of ranks)",
+                sniff, parse)  # fmt: skip

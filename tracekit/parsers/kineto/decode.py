@@ -1,0 +1,264 @@
+"""Reading PyTorch-profiler (Kineto) Chrome-trace JSON with a typed msgspec decoder.
+
+Only the fields tracekit keeps are declared; msgspec skips the rest in C. Timestamps are
+converted to integer ns without passing large epoch values through float multiplication.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from tracekit.errors import TraceError
+
+GZIP_MAGIC = b"\x1f\x8b"
+_EXACT_FLOAT_US = 2.0**43  # below this a float µs value still resolves single ns
+
+
+Int = int | str | None  # some producers write numbers as text ("bytes": "2560")
+Num = int | float | str | None
+
+
+class Args(msgspec.Struct, gc=False):
+    """The ``args`` keys tracekit keeps; union types absorb the variants seen in the wild."""
+
+    correlation: Int = None
+    external_id: Int = msgspec.field(name="External id", default=None)
+    external_id_legacy: Int = msgspec.field(name="external id", default=None)
+    device: Int = None
+    stream: Int = None
+    grid: list[int] | str | None = None
+    block: list[int] | str | None = None
+    registers: Int = msgspec.field(name="registers per thread", default=None)
+    shared_memory: Int = msgspec.field(name="shared memory", default=None)
+    occupancy: Num = msgspec.field(name="est. achieved occupancy %", default=None)
+    bytes: Int = None
+    bandwidth: Num = msgspec.field(name="memory bandwidth (GB/s)", default=None)
+    collective: str | None = msgspec.field(name="Collective name", default=None)
+    in_nelems: Int = msgspec.field(name="In msg nelems", default=None)
+    out_nelems: Int = msgspec.field(name="Out msg nelems", default=None)
+    group_size: Int = msgspec.field(name="Group size", default=None)
+    dtype: str | None = None
+    pg_name: str | int | None = msgspec.field(name="Process Group Name", default=None)
+    pg_desc: str | None = msgspec.field(name="Process Group Description", default=None)
+    pg_ranks: str | list[int] | None = msgspec.field(name="Process Group Ranks", default=None)
+    wait_on_stream: Int = None
+    wait_on_event_corr: Int = msgspec.field(name="wait_on_cuda_event_record_corr_id", default=None)
+    event_id: Int = msgspec.field(name="wait_on_cuda_event_id", default=None)
+    rank: Int = None
+    name: str | int | None = None  # metadata events: process/thread name
+    labels: str | None = None
+
+
+class LenientArgs(msgspec.Struct, gc=False):
+    """Fallback when a trace gives a kept key an unexpected type: values stay as decoded."""
+
+    correlation: Any = None
+    external_id: Any = msgspec.field(name="External id", default=None)
+    external_id_legacy: Any = msgspec.field(name="external id", default=None)
+    device: Any = None
+    stream: Any = None
+    grid: Any = None
+    block: Any = None
+    registers: Any = msgspec.field(name="registers per thread", default=None)
+    shared_memory: Any = msgspec.field(name="shared memory", default=None)
+    occupancy: Any = msgspec.field(name="est. achieved occupancy %", default=None)
+    bytes: Any = None
+    bandwidth: Any = msgspec.field(name="memory bandwidth (GB/s)", default=None)
+    collective: Any = msgspec.field(name="Collective name", default=None)
+    in_nelems: Any = msgspec.field(name="In msg nelems", default=None)
+    out_nelems: Any = msgspec.field(name="Out msg nelems", default=None)
+    group_size: Any = msgspec.field(name="Group size", default=None)
+    dtype: Any = None
+    pg_name: Any = msgspec.field(name="Process Group Name", default=None)
+    pg_desc: Any = msgspec.field(name="Process Group Description", default=None)
+    pg_ranks: Any = msgspec.field(name="Process Group Ranks", default=None)
+    wait_on_stream: Any = None
+    wait_on_event_corr: Any = msgspec.field(name="wait_on_cuda_event_record_corr_id", default=None)
+    event_id: Any = msgspec.field(name="wait_on_cuda_event_id", default=None)
+    rank: Any = None
+    name: Any = None
+    labels: Any = None
+
+
+class Event(msgspec.Struct, gc=False):
+    ph: str = ""
+    cat: str | None = None
+    name: str | None = None
+    ts: int | float | str | None = None
+    dur: int | float | str | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    args: Args | None = None
+
+
+class LenientEvent(msgspec.Struct, gc=False):
+    ph: Any = ""
+    cat: Any = None
+    name: Any = None
+    ts: Any = None
+    dur: Any = None
+    pid: Any = None
+    tid: Any = None
+    args: LenientArgs | None = None
+
+
+class DeviceProperties(msgspec.Struct, gc=False):
+    id: int | None = None
+    name: str | None = None
+    totalGlobalMem: int | None = None
+    numSms: int | None = None
+    computeMajor: int | None = None
+    computeMinor: int | None = None
+
+
+class DistributedInfo(msgspec.Struct, gc=False):
+    backend: str | None = None
+    rank: int | None = None
+    world_size: int | None = None
+
+
+class Trace(msgspec.Struct, gc=False):
+    traceEvents: list[Event] | None = None
+    schemaVersion: int | None = None
+    deviceProperties: list[DeviceProperties] | None = None
+    distributedInfo: DistributedInfo | None = None
+    displayTimeUnit: str | None = None
+    baseTimeNanoseconds: int | None = None
+    cupti_version: int | None = None
+    cuda_runtime_version: int | None = None
+    roctracer_version: Any = None
+    rocprofiler_sdk_version: Any = msgspec.field(name="rocprofiler-sdk_version", default=None)
+    hip_runtime_version: int | None = None
+
+
+class LenientTrace(msgspec.Struct, gc=False):
+    traceEvents: list[LenientEvent] | None = None
+    schemaVersion: Any = None
+    deviceProperties: Any = None
+    distributedInfo: Any = None
+    displayTimeUnit: Any = None
+    baseTimeNanoseconds: Any = None
+    cupti_version: Any = None
+    cuda_runtime_version: Any = None
+    roctracer_version: Any = None
+    rocprofiler_sdk_version: Any = msgspec.field(name="rocprofiler-sdk_version", default=None)
+    hip_runtime_version: Any = None
+
+
+class _RawTs(msgspec.Struct, gc=False):
+    ts: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class _RawTrace(msgspec.Struct, gc=False):
+    traceEvents: list[_RawTs] | None = None
+
+
+_DECODERS = {
+    (False, False): msgspec.json.Decoder(Trace),
+    (False, True): msgspec.json.Decoder(list[Event]),
+    (True, False): msgspec.json.Decoder(LenientTrace),
+    (True, True): msgspec.json.Decoder(list[LenientEvent]),
+}
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's JSON text, un-gzipped when it is compressed."""
+    data = path.read_bytes()
+    if data[:2] != GZIP_MAGIC:
+        return data
+    try:
+        return gzip.decompress(data)
+    except (EOFError, OSError, zlib.error) as exc:
+        raise TraceError(
+            f"{path}: gzip stream is truncated or corrupt ({exc}); copy the trace again"
+        ) from exc
+
+
+def decode(path: Path, data: bytes, warnings: list[str]) -> Trace | LenientTrace:
+    """Decode a Chrome trace object or a bare event list into a :class:`Trace`."""
+    bare = data.lstrip()[:1] == b"["
+    for lenient in (False, True):
+        try:
+            decoded = _DECODERS[(lenient, bare)].decode(data)
+        except msgspec.ValidationError:
+            continue  # a kept key with an unexpected type: retry with the lenient structs
+        except UnicodeDecodeError:
+            warnings.append("invalid UTF-8 in the trace replaced by U+FFFD")
+            data = data.decode("utf-8", errors="replace").encode("utf-8")
+            return decode(path, data, warnings)
+        except msgspec.DecodeError as exc:
+            raise TraceError(f"{path}: not valid JSON ({exc}); the file may be truncated") from exc
+        if lenient:
+            warnings.append("unexpected value types in event args; read leniently")
+        if bare:
+            return (LenientTrace if lenient else Trace)(traceEvents=decoded)
+        return decoded
+    raise TraceError(f"{path}: JSON does not have the shape of a Chrome trace")
+
+
+def raw_timestamps(data: bytes) -> list[bytes | None]:
+    """The exact JSON text of every event's ``ts`` (for values a float cannot hold)."""
+    if data.lstrip()[:1] == b"[":
+        events = msgspec.json.decode(data, type=list[_RawTs])
+    else:
+        events = msgspec.json.decode(data, type=_RawTrace).traceEvents or []
+    return [None if e.ts == b"null" else bytes(e.ts) for e in events]
+
+
+def to_ns(values: list[Any], raw: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Convert µs values (int, float, numeric text) to int64 ns; also return a valid mask.
+
+    Floats too large to hold ns (epoch µs with fractions) are re-read from their JSON text
+    via ``raw()``, a callable returning the raw text per value.
+    """
+    n = len(values)
+    try:
+        floats = pa.array(values, pa.float64()).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return _text_to_ns([None if v is None else str(v) for v in values])
+    valid = ~np.isnan(floats)
+    whole = np.floor(np.where(valid, floats, 0.0))
+    frac = np.where(valid, floats, 0.0) - whole
+    inexact = valid & (frac != 0) & (np.abs(floats) >= _EXACT_FLOAT_US)
+    ns = whole.astype(np.int64) * 1000 + np.rint(frac * 1000).astype(np.int64)
+    if inexact.any() and raw is not None:
+        texts = raw()
+        idx = np.nonzero(inexact)[0]
+        exact, ok = _text_to_ns([texts[i] for i in idx])
+        ns[idx] = np.where(ok, exact, ns[idx])
+    return ns, valid if n else np.zeros(0, dtype=bool)
+
+
+def _text_to_ns(texts: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Decimal µs text -> int64 ns, vectorised; exponent forms go through ``Decimal``."""
+    strings = [t.decode("ascii", "replace") if isinstance(t, bytes) else t for t in texts]
+    series = pl.Series(strings, dtype=pl.String).str.strip_chars().str.strip_chars('"')
+    parts = series.str.split_exact(".", 1)
+    whole_text = parts.struct.field("field_0")
+    frac_text = parts.struct.field("field_1").fill_null("")
+    whole = whole_text.cast(pl.Int64, strict=False)
+    digits = (frac_text + "0000").str.slice(0, 4)
+    frac = digits.str.slice(0, 3).cast(pl.Int64, strict=False)
+    round_up = (digits.str.slice(3, 1) >= "5").cast(pl.Int64)
+    magnitude = whole.abs() * 1000 + frac + round_up
+    ns = pl.when(series.str.starts_with("-")).then(-magnitude).otherwise(magnitude)
+    frame = pl.DataFrame({"ns": pl.select(ns).to_series(), "text": series})
+    ok = frame["ns"].is_not_null() & frac_text.str.contains(r"^[0-9]*$")
+    out = frame["ns"].fill_null(0).to_numpy().copy()
+    valid = ok.to_numpy().copy()
+    for i in np.nonzero(~valid & series.is_not_null().to_numpy())[0]:
+        try:  # exponent notation such as 1.7e15, rare enough for a per-value path
+            out[i] = int((Decimal(series[int(i)]) * 1000).to_integral_value())
+            valid[i] = True
+        except (InvalidOperation, ValueError):
+            continue
+    return out, valid
