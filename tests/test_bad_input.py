@@ -78,7 +78,7 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_folder_instead_of_file(tmp_path: Path) -> None:
     done = run_cli("info", str(tmp_path))
     assert done.returncode == 2
-    assert "is a folder" in done.stderr
+    assert "folder holds no trace tracekit reads" in done.stderr
 
 
 def test_convert_refuses_to_overwrite_its_input(tmp_path: Path) -> None:
