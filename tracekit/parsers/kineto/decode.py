@@ -217,25 +217,31 @@ def raw_timestamps(data: bytes) -> list[bytes | None]:
 def to_ns(values: list[Any], raw: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """Convert µs values (int, float, numeric text) to int64 ns; also return a valid mask.
 
-    Floats too large to hold ns (epoch µs with fractions) are re-read from their JSON text
-    via ``raw()``, a callable returning the raw text per value.
+    Floats too large to resolve ns (epoch µs with fractions) are re-read from their JSON
+    text via ``raw()``, a callable returning the raw text of every value.
     """
-    n = len(values)
     try:
-        floats = pa.array(values, pa.float64()).to_numpy(zero_copy_only=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        arr = pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         return _text_to_ns([None if v is None else str(v) for v in values])
+    if pa.types.is_integer(arr.type) or pa.types.is_null(arr.type):
+        valid = arr.is_valid().to_numpy(zero_copy_only=False)
+        return arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False) * 1000, valid
+    if not pa.types.is_floating(arr.type):
+        return _text_to_ns([None if v is None else str(v) for v in values])
+    floats = arr.to_numpy(zero_copy_only=False)
     valid = ~np.isnan(floats)
-    whole = np.floor(np.where(valid, floats, 0.0))
-    frac = np.where(valid, floats, 0.0) - whole
-    inexact = valid & (frac != 0) & (np.abs(floats) >= _EXACT_FLOAT_US)
-    ns = whole.astype(np.int64) * 1000 + np.rint(frac * 1000).astype(np.int64)
-    if inexact.any() and raw is not None:
+    clean = np.where(valid, floats, 0.0)
+    whole = np.floor(clean)
+    ns = whole.astype(np.int64) * 1000 + np.rint((clean - whole) * 1000).astype(np.int64)
+    # A float this large may already have lost the ns digits that its text carried.
+    coarse = valid & (np.abs(clean) >= _EXACT_FLOAT_US)
+    if coarse.any() and raw is not None:
         texts = raw()
-        idx = np.nonzero(inexact)[0]
+        idx = np.nonzero(coarse)[0]
         exact, ok = _text_to_ns([texts[i] for i in idx])
         ns[idx] = np.where(ok, exact, ns[idx])
-    return ns, valid if n else np.zeros(0, dtype=bool)
+    return ns, valid
 
 
 def _text_to_ns(texts: list[Any]) -> tuple[np.ndarray, np.ndarray]:
