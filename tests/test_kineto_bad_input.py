@@ -1,0 +1,119 @@
+"""Kineto bad input: unusable files fail in one line (exit 2); usable oddities become warnings."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import polars as pl
+
+import tracekit
+from tests.conftest import run_cli, sha256
+
+BASE = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200"}]}
+
+
+def _kernel(ts: object, dur: object, name: str = "gemm", corr: int = 1) -> dict:
+    return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
+            "args": {"device": 0, "stream": 7, "correlation": corr}}  # fmt: skip
+
+
+def _write(path: Path, events: list[dict], **top: object) -> Path:
+    path.write_text(json.dumps({**BASE, **top, "traceEvents": events}))
+    return path
+
+
+def _one_line_error(path: Path, *needles: str) -> None:
+    before = sha256(path)
+    done = run_cli("summary", str(path))
+    assert done.returncode == 2, done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    for needle in needles:
+        assert needle in lines[0]
+    assert sha256(path) == before
+
+
+def test_truncated_gzip(tmp_path: Path) -> None:
+    good = _write(tmp_path / "t.json", [_kernel(i * 10, 5, corr=i) for i in range(20000)])
+    blob = gzip.compress(good.read_bytes())
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(blob[: len(blob) // 2])
+    _one_line_error(path, "gzip stream is truncated or corrupt")
+
+
+def test_truncated_json(tmp_path: Path) -> None:
+    path = _write(tmp_path / "t.json", [_kernel(i * 10, 5, corr=i) for i in range(100)])
+    text = path.read_text()
+    path.write_text(text[: len(text) // 2])
+    _one_line_error(path, "not valid JSON", "truncated")
+
+
+def test_json_that_is_not_a_trace(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model": "deepseek", "layers": 61}))
+    _one_line_error(path, "not a recognised trace")
+
+
+def test_trace_object_without_events(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": []}))
+    _one_line_error(path, "without traceEvents")
+
+
+def test_missing_and_negative_dur_are_kept_with_warnings(tmp_path: Path) -> None:
+    events = [_kernel(0, 5), _kernel(10, None, corr=2), _kernel(20, -3, corr=3)]
+    del events[1]["dur"]
+    tl = tracekit.load(_write(tmp_path / "t.json", events))
+    assert tl.df.sort("ts")["dur"].to_list() == [5000, 0, 0]
+    assert tl.meta["warnings"] == [
+        "1 kernel events without dur; read as 0 ns",
+        "1 kernel events with negative dur; read as 0 ns",
+    ]
+
+
+def test_events_without_ts_are_dropped_with_a_warning(tmp_path: Path) -> None:
+    events = [_kernel(0, 5), _kernel(None, 5, corr=2)]
+    tl = tracekit.load(_write(tmp_path / "t.json", events))
+    assert len(tl) == 1
+    assert tl.meta["warnings"] == ["1 kernel events without a usable ts; dropped"]
+
+
+def test_scientific_notation_and_numeric_strings(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    text = json.dumps({**BASE, "traceEvents": [_kernel(0, 1), _kernel("SCI", "2.5", corr=2)]})
+    path.write_text(text.replace('"SCI"', "1.7000001e6"))
+    tl = tracekit.load(path)
+    row = tl.df.sort("ts").row(1, named=True)
+    assert row["ts"] == 1_700_000_100 and row["dur"] == 2500
+    assert tl.meta["origin_ns"] == 0
+
+
+def test_invalid_utf8_in_names_is_replaced(tmp_path: Path) -> None:
+    path = _write(tmp_path / "t.json", [_kernel(0, 5, name="NAME")])
+    path.write_bytes(path.read_bytes().replace(b"NAME", b"gemm\xff\xfe"))
+    tl = tracekit.load(path)
+    assert tl.df["name"].cast(pl.String).to_list() == ["gemm\ufffd\ufffd"]
+    assert tl.meta["warnings"] == ["invalid UTF-8 in the trace replaced by U+FFFD"]
+
+
+def test_bare_event_list_and_unknown_categories(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    odd = {"ph": "X", "cat": "my_custom", "name": "x", "pid": 1, "tid": 1, "ts": 3, "dur": 1}
+    path.write_text(json.dumps([_kernel(0, 5), odd]))
+    tl = tracekit.load(path)
+    assert dict(tl.df.group_by(pl.col("kind").cast(pl.String)).len().rows()) == {
+        "kernel": 1,
+        "range": 1,
+    }
+    assert tl.meta["warnings"] == ["unknown categories read as host ranges: my_custom (1)"]
+
+
+def test_unexpected_arg_types_are_read_leniently(tmp_path: Path) -> None:
+    event = _kernel(0, 5)
+    event["args"]["grid"] = {"x": 1}
+    event["args"]["correlation"] = 3.0
+    tl = tracekit.load(_write(tmp_path / "t.json", [event]))
+    assert tl.df["corr"].to_list() == [3]
+    assert tl.meta["warnings"] == ["unexpected value types in event args; read leniently"]
