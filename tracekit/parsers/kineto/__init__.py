@@ -44,10 +44,11 @@ def sniff(probe: Probe) -> bool:
     """A Chrome-trace JSON (plain or gzip) with Kineto's keys or categories near its start."""
     if probe.path.is_dir():
         return bool(_trace_files(probe.path))
-    text = _text_head(probe).lstrip()
-    if text[:1] not in (b"{", b"["):
+    text = _text_head(probe)
+    first = text[:256].lstrip()[:1]
+    if first not in (b"{", b"["):
         return False
-    if text[:1] == b"{" and b'"traceEvents"' not in text and b'"schemaVersion"' not in text:
+    if first == b"{" and b'"traceEvents"' not in text and b'"schemaVersion"' not in text:
         return False
     return any(marker in text for marker in _MARKERS)
 
@@ -88,7 +89,13 @@ def _parse_file(path: Path, progress: Progress | None, include_python: bool,
     if rank_hint is not None and not trace.distributedInfo:
         meta["ranks"] = [rank_hint]
     note(f"{len(events):,} events")
-    columns = EventColumns(events, meta["ranks"][0], include_python, lambda: raw_timestamps(data))
+    columns = EventColumns(
+        events,
+        meta["ranks"][0],
+        include_python,
+        lambda: raw_timestamps(data),
+        rank_in_args=trace.distributedInfo is None,
+    )
     pool = NamePool()
     table = assemble(columns.parts(pool), pool)
     meta["warnings"] = warnings + columns.warnings

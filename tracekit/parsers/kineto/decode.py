@@ -6,7 +6,6 @@ converted to integer ns without passing large epoch values through float multipl
 
 from __future__ import annotations
 
-import gzip
 import zlib
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -24,6 +23,7 @@ _EXACT_FLOAT_US = 2.0**43  # below this a float µs value still resolves single 
 
 
 Int = int | str | None  # some producers write numbers as text ("bytes": "2560")
+NULL = msgspec.Raw(b"null")
 Num = int | float | str | None
 
 
@@ -35,8 +35,8 @@ class Args(msgspec.Struct, gc=False):
     external_id_legacy: Int = msgspec.field(name="external id", default=None)
     device: Int = None
     stream: Int = None
-    grid: list[int] | str | None = None
-    block: list[int] | str | None = None
+    grid: msgspec.Raw = NULL  # kept as JSON text: no list objects per kernel
+    block: msgspec.Raw = NULL
     registers: Int = msgspec.field(name="registers per thread", default=None)
     shared_memory: Int = msgspec.field(name="shared memory", default=None)
     occupancy: Num = msgspec.field(name="est. achieved occupancy %", default=None)
@@ -155,7 +155,7 @@ class LenientTrace(msgspec.Struct, gc=False):
 
 
 class _RawTs(msgspec.Struct, gc=False):
-    ts: msgspec.Raw = msgspec.Raw(b"null")
+    ts: msgspec.Raw = NULL
 
 
 class _RawTrace(msgspec.Struct, gc=False):
@@ -170,14 +170,19 @@ _DECODERS = {
 }
 
 
+def is_bare_list(data: bytes) -> bool:
+    """True for a JSON array of events (no enclosing trace object)."""
+    return data[:4096].lstrip()[:1] == b"["
+
+
 def read_bytes(path: Path) -> bytes:
     """The file's JSON text, un-gzipped when it is compressed."""
     data = path.read_bytes()
     if data[:2] != GZIP_MAGIC:
         return data
     try:
-        return gzip.decompress(data)
-    except (EOFError, OSError, zlib.error) as exc:
+        return zlib.decompress(data, 16 + zlib.MAX_WBITS)  # gzip framing, CRC checked
+    except zlib.error as exc:
         raise TraceError(
             f"{path}: gzip stream is truncated or corrupt ({exc}); copy the trace again"
         ) from exc
@@ -185,7 +190,7 @@ def read_bytes(path: Path) -> bytes:
 
 def decode(path: Path, data: bytes, warnings: list[str]) -> Trace | LenientTrace:
     """Decode a Chrome trace object or a bare event list into a :class:`Trace`."""
-    bare = data.lstrip()[:1] == b"["
+    bare = is_bare_list(data)
     for lenient in (False, True):
         try:
             decoded = _DECODERS[(lenient, bare)].decode(data)
@@ -207,7 +212,7 @@ def decode(path: Path, data: bytes, warnings: list[str]) -> Trace | LenientTrace
 
 def raw_timestamps(data: bytes) -> list[bytes | None]:
     """The exact JSON text of every event's ``ts`` (for values a float cannot hold)."""
-    if data.lstrip()[:1] == b"[":
+    if is_bare_list(data):
         events = msgspec.json.decode(data, type=list[_RawTs])
     else:
         events = msgspec.json.decode(data, type=_RawTrace).traceEvents or []

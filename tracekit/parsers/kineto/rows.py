@@ -1,13 +1,14 @@
 """Kineto events -> timeline parts, one column at a time.
 
-Categories of every vintage map to a timeline kind; device rows take device and stream from
-``args`` (falling back to pid/tid, including the legacy ``"stream 7"`` form); the kept args
-are re-encoded as compact JSON by polars, not per event.
+Categories of every vintage map to a timeline kind. Events are grouped by category first so
+that each group reads only the fields its kind keeps; the kept args are re-encoded as compact
+JSON by polars, not per event.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -41,26 +42,23 @@ CATEGORIES: dict[str, tuple[str, str | None, bool]] = {
     "Trace": ("range", None, False),
     "overhead": ("range", None, False),
 }
+LEGACY_CATEGORIES = ("Kernel", "Runtime", "Operator", "Memcpy", "Memset")
 INSTANT_PHASES = ("i", "I", "R")
 NONE_STREAMS = (-1, 4294967295)
-_NCCL_ARGS = ("collective", "in_nelems", "out_nelems", "group_size", "dtype",
-              "pg_name", "pg_desc", "pg_ranks")  # fmt: skip
-# kind -> (keys always written when present, NCCL keys written on collective rows only)
-_ARGS_BY_KIND: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "kernel": (
-        ("external_id", "grid", "block", "registers", "shared_memory", "occupancy"),
-        _NCCL_ARGS,
-    ),
-    "memcpy": (("external_id", "bytes", "bandwidth"), ()),
-    "memset": (("external_id", "bytes", "bandwidth"), ()),
-    "sync": (("external_id", "wait_on_stream", "wait_on_event_corr", "event_id"), ()),
-    "op": (("external_id",), _NCCL_ARGS),
-    "api": (("external_id",), ()),
+_NCCL = ("collective", "in_nelems", "out_nelems", "group_size", "dtype", "pg_name", "pg_desc",
+         "pg_ranks")  # fmt: skip
+# kind -> args keys written to the timeline (each only where the event has it)
+ARGS_BY_KIND: dict[str, tuple[str, ...]] = {
+    "kernel": ("external_id", "grid", "block", "registers", "shared_memory", "occupancy", *_NCCL),
+    "memcpy": ("external_id", "bytes", "bandwidth"),
+    "memset": ("external_id", "bytes", "bandwidth"),
+    "sync": ("external_id", "wait_on_stream", "wait_on_event_corr", "event_id"),
+    "op": ("external_id", *_NCCL),
+    "api": ("external_id",),
 }
-
-
-def _field(args: np.ndarray, name: str) -> list[Any]:
-    return [None if a is None else getattr(a, name) for a in args]
+_RAW_KEYS = ("grid", "block")  # JSON text as the trace wrote it
+_FLOAT_KEYS = ("occupancy", "bandwidth")
+_TEXT_KEYS = ("collective", "dtype", "pg_name", "pg_desc", "pg_ranks")
 
 
 def _ints(values: list[Any]) -> pa.Array:
@@ -68,7 +66,7 @@ def _ints(values: list[Any]) -> pa.Array:
     try:
         return pa.array(values, pa.int64())
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        return pa.array([_as_int(v) for v in values], pa.int64())
+        return pa.array([v if type(v) is int else _as_int(v) for v in values], pa.int64())
 
 
 def _as_int(value: Any) -> int | None:
@@ -87,56 +85,11 @@ def _as_int(value: Any) -> int | None:
     return None
 
 
-def _coalesce(first: pa.Array, second: list[Any]) -> pa.Array:
-    """``first`` where set, else ``second`` read as integers."""
-    return first if not first.null_count else pc.coalesce(first, _ints(second))
-
-
-def _without_sentinels(values: pa.Array) -> pa.Array:
-    """Null where a stream id is missing or one of the "no stream" sentinels."""
-    arr = values.fill_null(NONE_STREAMS[0]).to_numpy(zero_copy_only=False)
-    none = np.isin(arr, NONE_STREAMS)
-    return pa.array(np.where(none, 0, arr), mask=none)
-
-
-def _external_ids(args: np.ndarray) -> list[Any]:
-    return [
-        None
-        if a is None
-        else (a.external_id if a.external_id is not None else a.external_id_legacy)
-        for a in args
-    ]
-
-
-_FLOAT_KEYS = ("occupancy", "bandwidth")
-_LIST_KEYS = ("grid", "block")
-_TEXT_KEYS = ("collective", "dtype", "pg_name", "pg_desc", "pg_ranks")
-
-
-def _normalise(key: str, values: list[Any]) -> pa.Array:
-    """One Arrow type per kept key, whatever mix of types the trace used."""
-    if key in _TEXT_KEYS:
-        return pa.array([None if v is None else v if isinstance(v, str) else str(v)
-                         for v in values], pa.string())  # fmt: skip
-    if key in _LIST_KEYS:
-        return pa.array([v if isinstance(v, list) else _list_from_text(v) for v in values],
-                        pa.list_(pa.int64()))  # fmt: skip
-    if key in _FLOAT_KEYS:
-        try:
-            return pa.array(values, pa.float64())
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
-            return pa.array([_as_float(v) for v in values], pa.float64())
-    return _ints(values)
-
-
-def _list_from_text(value: Any) -> list[int] | None:
-    if not isinstance(value, str):
-        return None
+def _floats(values: list[Any]) -> pa.Array:
     try:
-        parsed = msgspec.json.decode(value)
-    except msgspec.DecodeError:
-        return None
-    return parsed if isinstance(parsed, list) and all(type(x) is int for x in parsed) else None
+        return pa.array(values, pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([_as_float(v) for v in values], pa.float64())
 
 
 def _as_float(value: Any) -> float | None:
@@ -146,108 +99,179 @@ def _as_float(value: Any) -> float | None:
         return None
 
 
-def _args_json(args: np.ndarray, base: tuple[str, ...], nccl: tuple[str, ...]) -> pa.Array:
-    """Compact JSON of the kept args per row (NCCL keys only on collective rows)."""
-    columns: dict[str, pa.Array] = {}
-    for key in base + nccl:
-        values = _external_ids(args) if key == "external_id" else _field(args, key)
-        if any(v is not None for v in values):
-            columns[key] = _normalise(key, values)
-    if not columns:
-        return pa.nulls(len(args), pa.string())
-    frame = pl.DataFrame(columns)
-    base_keys = [k for k in base if k in columns]
-    nccl_keys = [k for k in nccl if k in columns]
-    plain = pl.struct(base_keys).struct.json_encode() if base_keys else pl.lit(None, pl.String)
-    if nccl_keys:
-        full = pl.struct(base_keys + nccl_keys).struct.json_encode()
-        expr = pl.when(pl.col(nccl_keys[0]).is_not_null()).then(full).otherwise(plain)
+def _texts(values: list[Any]) -> pa.Array:
+    return pa.array([v if isinstance(v, str) or v is None else str(v) for v in values])
+
+
+def _json_texts(values: list[Any]) -> pa.Array:
+    """JSON text of raw (or, read leniently, already decoded) values; null for ``null``."""
+    out = []
+    for value in values:
+        if isinstance(value, msgspec.Raw):
+            text = bytes(value).decode()
+            out.append(None if text == "null" else text)
+        else:
+            out.append(None if value is None else msgspec.json.encode(value).decode())
+    return pa.array(out, pa.string())
+
+
+def _without_sentinels(values: pa.Array) -> pa.Array:
+    """Null where a stream id is missing or one of the "no stream" sentinels."""
+    arr = values.fill_null(NONE_STREAMS[0]).to_numpy(zero_copy_only=False)
+    none = np.isin(arr, NONE_STREAMS)
+    return pa.array(np.where(none, 0, arr), mask=none)
+
+
+def _json_value(name: str, column: pl.Expr, kind: str) -> pl.Expr:
+    """``"name":value`` for one row's value (null when the value is null)."""
+    if kind == "raw":
+        value = column
+    elif kind == "text":  # let polars escape the string: encode {"name": v} and cut it out
+        value = pl.struct(column.alias(name)).struct.json_encode().str.slice(len(name) + 4)
+        value = value.str.slice(0, value.str.len_chars() - 1)
     else:
-        expr = plain
-    return frame.select(expr).to_series().to_arrow()
+        value = column.cast(pl.String)
+    return pl.when(column.is_not_null()).then(pl.concat_str(pl.lit(f'"{name}":'), value))
+
+
+def args_json(columns: dict[str, pa.Array], n: int) -> pa.Array:
+    """Compact JSON objects of the given columns, leaving out null values per row."""
+    if not columns:
+        return pa.nulls(n, pa.string())
+    frame = pl.DataFrame(columns)
+    pieces = []
+    for key in columns:
+        kind = "raw" if key in _RAW_KEYS else "text" if key in _TEXT_KEYS else "number"
+        pieces.append(_json_value(key, pl.col(key), kind))
+    body = pl.concat_str(pieces, separator=",", ignore_nulls=True)
+    text = pl.when(body != "").then(pl.concat_str(pl.lit("{"), body, pl.lit("}")))
+    return frame.select(text).to_series().to_arrow()
 
 
 class EventColumns:
-    """Turns decoded events into :class:`Part` objects, kind by kind."""
+    """Turns decoded events into :class:`Part` objects, category by category."""
 
     def __init__(self, events: list[Any], rank: int, include_python: bool,
-                 raw_ts: Callable[[], list[bytes | None]]) -> None:  # fmt: skip
+                 raw_ts: Callable[[], list[bytes | None]], rank_in_args: bool) -> None:  # fmt: skip
+        self.events = events
         self.rank = rank
         self.include_python = include_python
+        self.rank_in_args = rank_in_args
         self.warnings: list[str] = []
-        self.ph = pl.Series([e.ph for e in events], dtype=pl.String, strict=False)
-        self.cat = pl.Series([e.cat for e in events], dtype=pl.String, strict=False)
-        self.ts, self.ts_ok = to_ns([e.ts for e in events], raw=raw_ts)
-        self.dur_values = np.array([e.dur for e in events], dtype=object)
-        self.names = np.array([e.name for e in events], dtype=object)
-        self.pids = np.array([e.pid for e in events], dtype=object)
-        self.tids = np.array([e.tid for e in events], dtype=object)
-        self.args = np.array([e.args for e in events], dtype=object)
+        self._raw_ts = raw_ts
+        self._raw_cache: list[bytes | None] | None = None
+        present = next((e.args for e in events if e.args is not None), None)
+        self._empty_args = type(present)() if present is not None else None
+
+    def _raw(self, idx: np.ndarray) -> Callable[[], list[bytes | None]]:
+        def texts() -> list[bytes | None]:
+            if self._raw_cache is None:
+                self._raw_cache = self._raw_ts()
+            return [self._raw_cache[i] for i in idx]
+
+        return texts
 
     def _groups(self) -> dict[str, np.ndarray]:
-        known = list(CATEGORIES)
+        events = self.events
+        ph = pl.Series([e.ph for e in events], dtype=pl.String, strict=False)
+        cat = pl.Series([e.cat for e in events], dtype=pl.String, strict=False)
         key = pl.select(
-            pl.when(self.ph == "X")
-            .then(pl.when(self.cat.is_in(known)).then(self.cat).otherwise(pl.lit("?")))
-            .when(self.ph.is_in(INSTANT_PHASES))
+            pl.when(ph == "X")
+            .then(pl.when(cat.is_in(list(CATEGORIES))).then(cat).otherwise(pl.lit("?")))
+            .when(ph.is_in(INSTANT_PHASES))
             .then(pl.lit("instant"))
             .otherwise(pl.lit("skip"))
         ).to_series()
-        groups = {}
-        for value in key.unique().to_list():
-            groups[value] = np.nonzero((key == value).to_numpy())[0]
+        groups = {value: key.eq(value).arg_true().to_numpy() for value in key.unique()}
+        if "?" in groups:
+            counts = cat.gather(groups["?"]).fill_null("<none>").value_counts(sort=True)
+            listing = ", ".join(f"{c} ({n})" for c, n in counts.rows())
+            self.warnings.append(f"unknown categories read as host ranges: {listing}")
         return groups
 
     def parts(self, pool: NamePool) -> list[Part]:
         """One part per category group, in a stable order."""
-        groups = self._groups()
-        if "?" in groups:
-            counts = self.cat.gather(groups["?"]).fill_null("<none>").value_counts(sort=True)
-            listing = ", ".join(f"{c} ({n})" for c, n in counts.rows())
-            self.warnings.append(f"unknown categories read as host ranges: {listing}")
         parts = []
-        for key in sorted(groups):
+        for key, idx in sorted(self._groups().items()):
             if key == "skip" or (key == "python_function" and not self.include_python):
                 continue
             if key == "instant":
                 kind, engine, on_device = "marker", None, False
             else:
                 kind, engine, on_device = CATEGORIES.get(key, ("range", None, False))
-            part = self._part(groups[key], kind, engine, on_device, pool)
+            part = self._part(idx, kind, engine, on_device, key in LEGACY_CATEGORIES, pool)
             if part is not None:
                 parts.append(part)
         return parts
 
+    def _durations(self, events: list[Any], kind: str) -> np.ndarray:
+        if kind == "marker":
+            return np.zeros(len(events), dtype=np.int64)
+        dur, ok = to_ns([e.dur for e in events])
+        if missing := int((~ok).sum()):
+            self.warnings.append(f"{missing} {kind} events without dur; read as 0 ns")
+        if negative := int((ok & (dur < 0)).sum()):
+            self.warnings.append(f"{negative} {kind} events with negative dur; read as 0 ns")
+        return np.where(ok & (dur > 0), dur, 0)
+
     def _part(self, idx: np.ndarray, kind: str, engine: str | None, on_device: bool,
-              pool: NamePool) -> Part | None:  # fmt: skip
-        ok = self.ts_ok[idx]
+              legacy: bool, pool: NamePool) -> Part | None:  # fmt: skip
+        events = [self.events[i] for i in idx]
+        ts, ok = to_ns([e.ts for e in events], raw=self._raw(idx))
         if not ok.all():
             self.warnings.append(f"{int((~ok).sum())} {kind} events without a usable ts; dropped")
-            idx = idx[ok]
-        if not len(idx):
+            events = [e for e, keep in zip(events, ok) if keep]
+            ts = ts[ok]
+        if not events:
             return None
-        if kind == "marker":
-            dur = np.zeros(len(idx), dtype=np.int64)
-        else:
-            dur, dur_ok = to_ns(list(self.dur_values[idx]))
-            if missing := int((~dur_ok).sum()):
-                self.warnings.append(f"{missing} {kind} events without dur; read as 0 ns")
-            if negative := int((dur_ok & (dur < 0)).sum()):
-                self.warnings.append(f"{negative} {kind} events with negative dur; read as 0 ns")
-            dur = np.where(dur_ok & (dur > 0), dur, 0)
-        args = self.args[idx]
-        rank = _ints(_field(args, "rank")).fill_null(self.rank)
-        columns: dict[str, Any] = {"rank": rank, "corr": _ints(_field(args, "correlation"))}
+        n = len(events)
+        empty = self._empty_args
+        args = [e.args or empty for e in events]
+
+        def get(name: str) -> list[Any]:
+            return [None] * n if empty is None else list(map(attrgetter(name), args))
+
+        columns: dict[str, Any] = {"corr": _ints(get("correlation")), "rank": self.rank}
+        if self.rank_in_args:
+            columns["rank"] = _ints(get("rank")).fill_null(self.rank)
         if on_device:
-            columns["device"] = _coalesce(_ints(_field(args, "device")), list(self.pids[idx]))
-            stream = _coalesce(_ints(_field(args, "stream")), list(self.tids[idx]))
+            device = _ints(get("device"))
+            if device.null_count:
+                device = pc.coalesce(device, _ints([e.pid for e in events]))
+            stream = _ints(get("stream"))
+            if stream.null_count:
+                stream = pc.coalesce(stream, _ints([e.tid for e in events]))
+            columns["device"] = device
             columns["stream"] = _without_sentinels(stream)
         else:
             columns["device"] = -1
-            columns["pid"] = _ints(list(self.pids[idx]))
-            columns["tid"] = _ints(list(self.tids[idx]))
-        if kind in _ARGS_BY_KIND:
-            columns["args"] = _args_json(args, *_ARGS_BY_KIND[kind])
-        names = [n if isinstance(n, str) else None for n in self.names[idx]]
-        name = pool.from_strings(pa.array(names, pa.string()))
-        return Part(kind, pa.array(self.ts[idx]), pa.array(dur), name, engine, columns)
+            columns["pid"] = _ints([e.pid for e in events])
+            columns["tid"] = _ints([e.tid for e in events])
+        if kind in ARGS_BY_KIND:
+            columns["args"] = self._args(kind, get, legacy, n)
+        names = [e.name for e in events]
+        try:
+            name_array = pa.array(names, pa.string())
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            name_array = _texts(names)
+        name = pool.from_strings(name_array)
+        return Part(kind, pa.array(ts), pa.array(self._durations(events, kind)), name, engine,
+                    columns)  # fmt: skip
+
+    def _args(self, kind: str, get: Callable[[str], list[Any]], legacy: bool, n: int) -> pa.Array:
+        kept: dict[str, pa.Array] = {}
+        for key in ARGS_BY_KIND[kind]:
+            if key in _NCCL[1:] and "collective" not in kept:
+                continue  # NCCL details only where a collective name is present
+            values = get("external_id_legacy" if key == "external_id" and legacy else key)
+            if key in _RAW_KEYS:
+                array = _json_texts(values)
+            elif key in _TEXT_KEYS:
+                array = _texts(values)
+            elif key in _FLOAT_KEYS:
+                array = _floats(values)
+            else:
+                array = _ints(values)
+            if array.null_count < n:
+                kept[key] = array
+        return args_json(kept, n)
