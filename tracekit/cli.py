@@ -86,6 +86,11 @@ def read_trace(path: Path, format: str | None = None) -> Timeline:
         return load(path, format=format, progress=progress)
 
 
+def _name_width() -> int:
+    """Room for kernel names in the top-kernels table of the current terminal."""
+    return max(24, min(90, Console().width - 42))
+
+
 def _print_json(data: Any) -> None:
     sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(data), indent=2) + b"\n")
     sys.stdout.flush()
@@ -115,7 +120,7 @@ def summary(
     if json:
         _print_json(data)
     else:
-        terminal.print_renderable(terminal.render_summary(data))
+        terminal.print_renderable(terminal.render_summary(data, _name_width()))
 
 
 @app.command()
@@ -143,7 +148,7 @@ def demo(json: JsonOpt = False) -> None:
     if json:
         _print_json(data)
     else:
-        terminal.print_renderable(terminal.render_summary(data))
+        terminal.print_renderable(terminal.render_summary(data, _name_width()))
 
 
 @app.command()

@@ -33,12 +33,17 @@ def info(timeline: Timeline) -> dict[str, Any]:
         .rows()
     )
     span = df.select(start=pl.col("ts").min(), end=(pl.col("ts") + pl.col("dur")).max()).row(0)
+    devices = list(meta.get("devices", []))
+    described = {d.get("index") for d in devices}
+    for device, _ in streams:
+        if device not in described:  # rows on a device the trace does not describe
+            devices.append({"index": device, "name": None})
     return {
         "source": meta.get("source"),
         "format": meta.get("format"),
         "producer": meta.get("producer"),
         "origin_ns": meta.get("origin_ns"),
-        "devices": meta.get("devices", []),
+        "devices": devices,
         "ranks": meta.get("ranks", []),
         "events": len(timeline),
         "events_per_kind": dict(counts.rows()),

@@ -44,4 +44,8 @@ def short_name(name: str | None, width: int = 60) -> str:
             inner = short_name(text[cut.start() + 1 :], width)
             base = f"{base}<{inner.rsplit('::', 1)[-1]}>"
         text = base
-    return text if len(text) <= width else text[: width - 1] + "…"
+    if len(text) <= width:
+        return text
+    # Keep both ends: generated GEMM names (Cijk_…, nvjet_…) differ in their tails.
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]

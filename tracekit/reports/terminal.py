@@ -39,7 +39,7 @@ def render_info(data: dict[str, Any]) -> Group:
         memory = dev.get("memory")
         devices.add_row(
             str(dev.get("index")),
-            Text(str(dev.get("name"))),
+            Text(str(dev.get("name") or "-")),
             str(dev.get("cores") or "-"),
             f"{memory / 2**30:.0f} GiB" if memory else "-",
             ", ".join(str(s) for s in streams.get(str(dev.get("index")), [])) or "-",
@@ -52,7 +52,7 @@ def render_info(data: dict[str, Any]) -> Group:
     return Group(head, Text(), devices, Text(), kinds, *_warnings(data.get("warnings", [])))
 
 
-def render_summary(data: dict[str, Any]) -> Group:
+def render_summary(data: dict[str, Any], name_width: int = 60) -> Group:
     """The `tracekit summary` view: device busy time and the top kernels."""
     devices = Table(title="device busy time", title_justify="left", box=None, header_style="bold")
     for col in ("device", "busy", "span", "utilization"):
@@ -81,8 +81,9 @@ def render_summary(data: dict[str, Any]) -> Group:
 
     top = Table(title="top kernels", title_justify="left", box=None, header_style="bold")
     for col in ("kernel", "count", "total", "mean", "share"):
-        top.add_column(col, justify="left" if col == "kernel" else "right")
-    for row, label in zip(data["top_kernels"], _distinct_labels(data["top_kernels"])):
+        top.add_column(col, justify="left" if col == "kernel" else "right", no_wrap=True)
+    labels = _distinct_labels(data["top_kernels"], name_width)
+    for row, label in zip(data["top_kernels"], labels):
         top.add_row(
             Text(label), f"{row['count']:,}", fmt_ns(row["total_ns"]),
             fmt_ns(row["mean_ns"]), fmt_pct(row["share"]),
@@ -91,9 +92,9 @@ def render_summary(data: dict[str, Any]) -> Group:
     return Group(*parts, *_warnings(data.get("warnings", [])))
 
 
-def _distinct_labels(rows: list[dict[str, Any]]) -> list[str]:
+def _distinct_labels(rows: list[dict[str, Any]], width: int) -> list[str]:
     """Short kernel names, numbered where different kernels shorten to the same text."""
-    labels = [short_name(row["name"]) for row in rows]
+    labels = [short_name(row["name"], width - 3) for row in rows]
     seen: dict[str, int] = {}
     out = []
     for label in labels:
