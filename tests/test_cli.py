@@ -66,11 +66,13 @@ def test_summary_json_busy_time_equals_sql_union() -> None:
 
 
 def test_summary_terminal_output_on_real_trace() -> None:
-    done = run_cli("summary", str(_h200()))
+    done = run_cli("summary", str(_h200()), env={"COLUMNS": "160"})
     assert done.returncode == 0, done.stderr
     for heading in ("device busy time", "by kind", "by stream", "top kernels"):
         assert heading in done.stdout
     assert "nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTT" in done.stdout
+    narrow = run_cli("summary", str(_h200()), env={"COLUMNS": "80"})
+    assert "nvjet_hsh_256x128…x2_h_bz_coopA_NTT" in narrow.stdout
 
 
 def test_convert_round_trip_keeps_every_row(tmp_path: Path) -> None:
