@@ -159,3 +159,131 @@ def test_mpi_rank_from_nvtx_thread_name(export) -> None:
     tl = _load(path, con)
     assert tl.meta["ranks"] == [5]
     assert set(tl.df["rank"]) == {5}
+
+
+def test_whole_graph_replays_are_device_rows_with_a_warning(export) -> None:
+    """`--cuda-graph-trace=graph`: replays live in GRAPH_TRACE and KERNEL may be absent."""
+    path, con = export
+    con.execute(
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER NOT NULL, end INTEGER NOT"
+        " NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,"
+        " streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, graphId INTEGER"
+        " NOT NULL, graphExecId INTEGER NOT NULL)"
+    )
+    con.executemany(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_TRACE VALUES (?, ?, 0, 1, 0, 7, ?, ?, 4, 9)",
+        [(10_000 * i, 10_000 * i + 8_000, 900_000 + i, GPID) for i in range(3)],
+    )
+    con.execute("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL")
+    tl = _load(path, con)
+    graphs = _rows(tl, "kernel")
+    assert graphs.select("name", "dur", "stream", "corr").rows() == [
+        ("CUDA graph 4", 8_000, 7, 900_000 + i) for i in range(3)
+    ]
+    assert graphs["args"][0] == '{"graph_id":4,"graph_exec_id":9}'
+    assert tl.meta["warnings"][0].startswith("3 CUDA graph launches traced as whole graphs")
+
+
+def test_unnamed_first_nvtx_row_and_missing_optional_columns(tmp_path: Path) -> None:
+    """Older or trimmed schemas: no srcKind/dstKind, memKind, category, domainId or textId."""
+    path = tmp_path / "old.sqlite"
+    shutil.copy(DEMO, path)
+    con = sqlite3.connect(path)
+    con.execute(
+        'INSERT INTO NVTX_EVENTS (start, "end", eventType, text, domainId, globalTid)'
+        f" VALUES (0, 5, 59, NULL, 0, {GTID})"
+    )
+    for table, column in (
+        ("CUPTI_ACTIVITY_KIND_MEMCPY", "srcKind"), ("CUPTI_ACTIVITY_KIND_MEMCPY", "dstKind"),
+        ("CUPTI_ACTIVITY_KIND_MEMSET", "memKind"), ("NVTX_EVENTS", "category"),
+        ("NVTX_EVENTS", "textId"),
+    ):  # fmt: skip
+        con.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    con.commit()
+    con.close()
+    tl = tracekit.load(path)
+    copies = _rows(tl, "memcpy")["name"].unique().sort().to_list()
+    assert copies == ["Memcpy DtoH (Unknown -> Unknown)", "Memcpy HtoD (Unknown -> Unknown)"]
+    assert set(_rows(tl, "memset")["name"]) == {"Memset (Unknown)"}
+    ranges = _rows(tl, "range").sort("ts")
+    assert ranges.height == 9 and ranges["name"][0] is None and ranges["dur"][0] == 5
+
+
+def test_invalid_utf8_in_names_is_replaced_with_a_warning(export) -> None:
+    path, con = export
+    con.execute(
+        "UPDATE StringIds SET value = CAST(X'6E766A65745FFF' AS TEXT) WHERE id ="
+        " (SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1)"
+    )
+    con.execute("UPDATE TARGET_INFO_GPU SET name = CAST(X'483230300AFE' AS TEXT)")
+    tl = _load(path, con)
+    assert "nvjet_\ufffd" in set(_rows(tl, "kernel")["name"])
+    assert tl.meta["devices"][0]["name"] == "H200\n\ufffd"
+    assert tl.meta["warnings"] == ["text that is not valid UTF-8 decoded with U+FFFD replacements"]
+
+
+def test_sparse_and_negative_string_ids(export) -> None:
+    """Names resolve by id, whatever the ids' range: no table sized by the largest id."""
+    path, con = export
+    con.execute("UPDATE StringIds SET id = id + 3000000000 WHERE id > 40")
+    for column in ("demangledName", "shortName", "mangledName"):
+        con.execute(
+            f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET {column} = {column} + 3000000000"
+            f" WHERE {column} > 40"
+        )
+    con.execute("UPDATE StringIds SET id = -7 WHERE id = 5")
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = -7 WHERE nameId = 5")
+    before = tracekit.load(DEMO)
+    tl = _load(path, con)
+    assert _rows(tl, "kernel")["name"].sort().to_list() == (
+        _rows(before, "kernel")["name"].sort().to_list()
+    )
+    assert _rows(tl, "api")["name"].value_counts().sort("name").rows() == (
+        _rows(before, "api")["name"].value_counts().sort("name").rows()
+    )
+    assert tl.meta["warnings"] == []
+
+
+def test_repairs_are_reported(export) -> None:
+    path, con = export
+    con.execute('UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start - 10 WHERE rowid IN (1, 2)')
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 999999 WHERE rowid = 3")
+    tl = _load(path, con)
+    assert tl.meta["warnings"] == [
+        "1 kernel names not found in StringIds; left empty",
+        "2 kernel rows end before they start; read as 0 ns",
+    ]
+    assert _rows(tl, "kernel")["dur"].min() == 0
+
+
+def test_kernel_table_without_name_columns_is_one_clear_error(export) -> None:
+    path, con = export
+    for column in ("demangledName", "shortName", "mangledName"):
+        con.execute(f"ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN {column}")
+    con.commit()
+    with pytest.raises(tracekit.TraceError, match="has no kernel name column"):
+        tracekit.load(path)
+
+
+def test_cuda_device_table_describes_gpus_when_target_info_gpu_is_absent(export) -> None:
+    path, con = export
+    con.execute("DROP TABLE TARGET_INFO_GPU")
+    con.execute(
+        "CREATE TABLE TARGET_INFO_CUDA_DEVICE (gpuId INTEGER, cudaId INTEGER, pid INTEGER,"
+        " uuid TEXT, numMultiprocessors INTEGER)"
+    )
+    con.execute("INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (0, 0, 4242, 'GPU-1', 132)")
+    tl = _load(path, con)
+    assert tl.meta["devices"] == [{"index": 0, "name": None, "vendor": "NVIDIA", "cores": 132}]
+
+
+def test_backtrace_twins_with_null_correlation_count_once(export) -> None:
+    path, con = export
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET correlationId = NULL WHERE rowid = 1")
+    con.execute(
+        'INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, "end", eventClass, globalTid,'
+        ' correlationId, nameId, returnValue) SELECT start, "end", 67, globalTid, NULL,'
+        " nameId, 0 FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE rowid = 1"
+    )
+    tl = _load(path, con)
+    assert _rows(tl, "api").height == 1424

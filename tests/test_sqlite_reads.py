@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 import tracekit
+from tests.conftest import sha256
 from tracekit.parsers import _sqlite
 
 DEMO = Path(__file__).resolve().parents[1] / "tracekit" / "data" / "demo.sqlite"
@@ -31,9 +33,33 @@ def test_rowid_partitioned_scan_equals_single_scan(monkeypatch: pytest.MonkeyPat
 def test_stdlib_fallback_when_a_journal_sits_beside_the_file(tmp_path: Path) -> None:
     path = tmp_path / "demo.sqlite"
     shutil.copy(DEMO, path)
-    (tmp_path / "demo.sqlite-journal").write_bytes(b"")
+    (tmp_path / "demo.sqlite-journal").write_bytes(b"\xd9\xd5\x05\xf9\x20\xa1\x63\xd7")
     source = _sqlite.SqliteSource(path)
     assert source._fast is False
     source.close()
     assert _rows(path).equals(_rows(DEMO))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.sqlite", "demo.sqlite-journal"]
+
+
+def test_an_empty_journal_keeps_the_fast_path(tmp_path: Path) -> None:
+    path = tmp_path / "demo.sqlite"
+    shutil.copy(DEMO, path)
+    (tmp_path / "demo.sqlite-journal").write_bytes(b"")
+    source = _sqlite.SqliteSource(path)
+    assert source._fast is True
+    source.close()
+
+
+def test_wal_mode_export_is_read_without_side_files(tmp_path: Path) -> None:
+    path = tmp_path / "wal.sqlite"
+    shutil.copy(DEMO, path)
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA journal_mode=WAL").fetchone() == ("wal",)
+    con.close()
+    before = sha256(path)
+    source = _sqlite.SqliteSource(path)
+    assert source._fast is False
+    source.close()
+    assert _rows(path).equals(_rows(DEMO))
+    assert [p.name for p in tmp_path.iterdir()] == ["wal.sqlite"]
+    assert sha256(path) == before

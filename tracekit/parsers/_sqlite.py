@@ -12,12 +12,33 @@ import pyarrow as pa
 from tracekit.errors import TraceError
 
 _PARTITION_MIN_ROWS = 200_000
+_BATCH_ROWS = 200_000
+_WAL_FORMAT = 2  # header bytes 18-19: file format write/read version 2 means WAL mode
 
 
 def open_readonly(path: Path) -> sqlite3.Connection:
-    """Open a SQLite file strictly read-only: no journal, no lock files, no recovery."""
+    """Open a SQLite file strictly read-only: no journal, no lock files, no recovery.
+
+    Text that is not valid UTF-8 is decoded with replacement characters instead of failing.
+    """
     uri = path.resolve().as_uri() + "?mode=ro&immutable=1"
-    return sqlite3.connect(uri, uri=True)
+    con = sqlite3.connect(uri, uri=True)
+    con.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
+    return con
+
+
+def _needs_stdlib(path: Path) -> bool:
+    """True when only a strictly read-only open is safe.
+
+    connectorx opens files read-write: SQLite would then create ``-wal``/``-shm`` files for a
+    WAL-mode database, or roll back a hot journal, next to the input.
+    """
+    with path.open("rb") as fh:
+        header = fh.read(20)
+    if len(header) == 20 and _WAL_FORMAT in (header[18], header[19]):
+        return True
+    journal = Path(f"{path}-journal")
+    return (journal.exists() and journal.stat().st_size > 0) or Path(f"{path}-wal").exists()
 
 
 class SqliteSource:
@@ -29,11 +50,8 @@ class SqliteSource:
         rows = self.con.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
         self.tables = frozenset(r[0] for r in rows)
         self._columns: dict[str, tuple[str, ...]] = {}
-        # connectorx opens the file read-write; a leftover journal would make SQLite roll it
-        # back on open, which changes the input. Only use it when no journal is present.
-        self._fast = not any(
-            Path(f"{path}{suffix}").exists() for suffix in ("-journal", "-wal", "-shm")
-        )
+        self._fast = not _needs_stdlib(path)
+        self.warnings: list[str] = []
 
     def close(self) -> None:
         self.con.close()
@@ -76,17 +94,32 @@ class SqliteSource:
         try:
             return cx.read_sql(uri, sql, return_type="arrow", **kwargs)
         except RuntimeError as exc:
-            message = str(exc)
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if "malformed" in message or "not a database" in message:
                 raise TraceError(
-                    f"{self.path}: SQLite file is corrupt or truncated ({message.splitlines()[0]});"
-                    " export it again"
+                    f"{self.path}: SQLite file is corrupt or truncated ({message}); export it again"
                 ) from exc
+            if "Invalid column type" in message:
+                raise TraceError(
+                    f"{self.path}: a column holds values of an unexpected type ({message});"
+                    " the export looks edited or corrupt, export it again"
+                ) from exc
+            if "onversion" in message or "utf" in message.lower():
+                # Text that is not UTF-8: read this query with the lenient standard library.
+                warning = "text that is not valid UTF-8 decoded with U+FFFD replacements"
+                if warning not in self.warnings:
+                    self.warnings.append(warning)
+                return self._arrow_stdlib(sql)
             raise
 
     def _arrow_stdlib(self, sql: str) -> pa.Table:
+        """The same query through the standard library, in batches."""
         cur = self.con.execute(sql)
         names = [d[0] for d in cur.description]
-        rows = cur.fetchall()
-        cols = list(zip(*rows)) if rows else [[] for _ in names]
-        return pa.table({n: pa.array(list(c)) for n, c in zip(names, cols)})
+        batches = []
+        while rows := cur.fetchmany(_BATCH_ROWS):
+            columns = list(zip(*rows))
+            batches.append(pa.table({n: pa.array(list(c)) for n, c in zip(names, columns)}))
+        if not batches:
+            return pa.table({n: pa.array([], pa.null()) for n in names})
+        return pa.concat_tables(batches, promote_options="permissive")

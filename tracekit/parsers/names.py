@@ -18,26 +18,41 @@ class NamePool:
     def __init__(self, ids: pa.Array | np.ndarray | None = None, values: pa.Array | None = None):
         self._values: list[pa.Array] = []
         self._size = 0
-        self._lookup = np.empty(0, dtype=np.int64)
+        self._ids = np.empty(0, dtype=np.int64)  # sorted string-table ids
+        self._rows = np.empty(0, dtype=np.int64)  # their rows in the first values array
         if ids is not None and values is not None and len(values):
-            id_arr = np.asarray(ids, dtype=np.int64)
-            self._lookup = np.full(int(id_arr.max()) + 1, -1, dtype=np.int64)
-            self._lookup[id_arr] = np.arange(len(id_arr))
+            id_arr = _to_numpy(ids, fill=-1)
+            order = np.argsort(id_arr, kind="stable")
+            self._ids, self._rows = id_arr[order], order
             self._values.append(pa.array(values, pa.string()))
             self._size = len(values)
 
+    def _rows_of(self, ids: np.ndarray) -> np.ndarray:
+        if not len(self._ids):
+            return np.full(len(ids), -1, dtype=np.int64)
+        pos = np.clip(np.searchsorted(self._ids, ids), 0, len(self._ids) - 1)
+        return np.where(self._ids[pos] == ids, self._rows[pos], -1)
+
     def value_of_id(self, string_id: int) -> str | None:
         """The string stored under ``string_id`` in the id table, if any."""
-        if 0 <= string_id < len(self._lookup) and self._lookup[string_id] >= 0:
-            return self._values[0][int(self._lookup[string_id])].as_py()
+        row = int(self._rows_of(np.array([string_id], dtype=np.int64))[0])
+        return None if row < 0 else self._values[0][row].as_py()
+
+    def value_at(self, index: int) -> str | None:
+        """The string at pool index ``index`` (as returned by the ``from_*`` methods)."""
+        if index < 0:
+            return None
+        for values in self._values:
+            if index < len(values):
+                return values[index].as_py()
+            index -= len(values)
         return None
 
     def from_ids(self, ids: pa.Array | pa.ChunkedArray | np.ndarray) -> np.ndarray:
         """Indices for string-table ids; unknown or null ids give -1 (a null name)."""
-        arr = _to_numpy(ids, fill=-1)
-        out = np.full(len(arr), -1, dtype=np.int64)
-        ok = (arr >= 0) & (arr < len(self._lookup))
-        out[ok] = self._lookup[arr[ok]]
+        arr = _to_numpy(ids, fill=-(2**63))
+        out = self._rows_of(arr)
+        out[arr == -(2**63)] = -1
         return out
 
     def from_strings(self, strings: pa.Array | pa.ChunkedArray | list[str | None]) -> np.ndarray:

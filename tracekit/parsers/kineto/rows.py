@@ -7,6 +7,7 @@ JSON by polars, not per event.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
@@ -100,18 +101,28 @@ def _as_float(value: Any) -> float | None:
 
 
 def _texts(values: list[Any]) -> pa.Array:
-    return pa.array([v if isinstance(v, str) or v is None else str(v) for v in values])
+    try:
+        return pa.array(values, pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([v if isinstance(v, str) or v is None else str(v) for v in values])
+
+
+_JSON_LIST_OR_NULL = re.compile(rb"\[[^\[\]]*\]|null")
 
 
 def _json_texts(values: list[Any]) -> pa.Array:
-    """JSON text of raw (or, read leniently, already decoded) values; null for ``null``."""
+    """JSON text per value: raw texts (flat lists like ``[8, 1, 1]``) are split out of one
+    encoded array in C; leniently decoded values are encoded one by one."""
+    if all(isinstance(v, msgspec.Raw) for v in values):
+        encoded = msgspec.json.encode(values)[1:-1]
+        pieces = _JSON_LIST_OR_NULL.findall(encoded)
+        if len(pieces) == len(values):
+            texts = pa.array(pieces, pa.binary()).cast(pa.string())
+            return pc.if_else(pc.equal(texts, "null"), pa.scalar(None, pa.string()), texts)
     out = []
     for value in values:
-        if isinstance(value, msgspec.Raw):
-            text = bytes(value).decode()
-            out.append(None if text == "null" else text)
-        else:
-            out.append(None if value is None else msgspec.json.encode(value).decode())
+        text = msgspec.json.encode(value).decode()
+        out.append(None if text == "null" else text)
     return pa.array(out, pa.string())
 
 

@@ -19,10 +19,11 @@ from tracekit.parsers._sqlite import SqliteSource
 from tracekit.parsers.assemble import Part, assemble
 from tracekit.parsers.names import NamePool
 from tracekit.parsers.nsys.meta import META_TABLES, cuda_device_map, metadata
-from tracekit.parsers.nsys.tables import KERNEL, TableReader, apply_ranks
+from tracekit.parsers.nsys.tables import DEVICE_TABLES, KERNEL, TableReader, apply_ranks
 from tracekit.timeline import Timeline
 
 REPORT_MAGIC = b"NVIDIA Tegra Profiler Report"
+EXPORT_TIMEOUT_S = 3600
 
 
 def sniff_sqlite(probe: Probe) -> bool:
@@ -43,7 +44,7 @@ def parse_sqlite(path: Path, progress: Progress | None = None) -> Timeline:
     note = progress or (lambda _msg: None)
     db = SqliteSource(path)
     try:
-        if KERNEL not in db.tables:
+        if not any(t in db.tables for t in DEVICE_TABLES):
             raise TraceError(
                 f"{path}: Nsight Systems export has no {KERNEL} table (no GPU kernels captured);"
                 " profile with `nsys profile --trace=cuda,nvtx` and export again"
@@ -56,6 +57,7 @@ def parse_sqlite(path: Path, progress: Progress | None = None) -> Timeline:
         parts: list[Part] = []
         for label, read in (
             ("kernels", reader.kernels),
+            ("CUDA graphs", reader.graphs),
             ("memory copies", reader.memcpy),
             ("memsets", reader.memset),
             ("synchronization", reader.sync),
@@ -66,7 +68,7 @@ def parse_sqlite(path: Path, progress: Progress | None = None) -> Timeline:
             parts.extend(read())
         note("assembling")
         table = assemble(parts, reader.pool)
-        meta["warnings"].extend(reader.warnings)
+        meta["warnings"].extend(db.warnings + reader.warnings)
         if reader.rank_of_pid:
             meta["ranks"] = sorted(set(reader.rank_of_pid.values()))
             table = apply_ranks(table, reader.rank_of_pid)
@@ -89,7 +91,15 @@ def parse_report(path: Path, progress: Progress | None = None) -> Timeline:
         if progress:
             progress("nsys export")
         cmd = [nsys, "export", "--type", "sqlite", "--output", str(out), str(path.resolve())]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        try:
+            done = subprocess.run(
+                cmd, capture_output=True, text=True, check=False, timeout=EXPORT_TIMEOUT_S
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise TraceError(
+                f"{path}: `nsys export` did not finish within {EXPORT_TIMEOUT_S} s;"
+                " export it by hand and pass the .sqlite file"
+            ) from exc
         if done.returncode != 0 or not out.exists():
             last = (done.stderr or done.stdout or "no output").strip().splitlines()
             raise TraceError(

@@ -36,25 +36,46 @@ def metadata(db: SqliteSource, path: Path) -> dict[str, Any]:
 
 
 def devices(db: SqliteSource) -> list[dict[str, Any]]:
-    """One entry per GPU of ``TARGET_INFO_GPU`` (index = its id, as the timeline uses it)."""
+    """One entry per GPU of ``TARGET_INFO_GPU`` (index = its id, as the timeline uses it).
+
+    Exports without it may still have ``TARGET_INFO_CUDA_DEVICE`` (GPU id and SM count).
+    """
     cols = db.columns("TARGET_INFO_GPU")
     if not cols:
-        return []
+        return _cuda_devices(db)
     want = [c for c in _GPU_COLUMNS if c in cols]
     rows = db.con.execute(f'SELECT {", ".join(want)} FROM "TARGET_INFO_GPU" ORDER BY id')
     out = []
     for row in rows.fetchall():
         gpu = dict(zip(want, row))
-        capability = None
-        if gpu.get("computeMajor") is not None:
-            capability = f"{gpu['computeMajor']}.{gpu.get('computeMinor') or 0}"
+        major, minor = _int(gpu.get("computeMajor")), _int(gpu.get("computeMinor"))
         out.append({
-            "index": gpu.get("id"), "name": gpu.get("name"), "vendor": "NVIDIA",
-            "cores": gpu.get("smCount"), "memory": gpu.get("totalMemory"),
-            "compute_capability": capability, "chip": gpu.get("chipName"),
-            "bus": gpu.get("busLocation"),
+            "index": _int(gpu.get("id")), "name": _text(gpu.get("name")), "vendor": "NVIDIA",
+            "cores": _int(gpu.get("smCount")), "memory": _int(gpu.get("totalMemory")),
+            "compute_capability": None if major is None else f"{major}.{minor or 0}",
+            "chip": _text(gpu.get("chipName")), "bus": _text(gpu.get("busLocation")),
         })  # fmt: skip
     return out
+
+
+def _cuda_devices(db: SqliteSource) -> list[dict[str, Any]]:
+    cols = set(db.columns("TARGET_INFO_CUDA_DEVICE"))
+    if "gpuId" not in cols:
+        return []
+    cores = "numMultiprocessors" if "numMultiprocessors" in cols else "NULL"
+    rows = db.con.execute(
+        f'SELECT DISTINCT gpuId, {cores} FROM "TARGET_INFO_CUDA_DEVICE" ORDER BY gpuId'
+    ).fetchall()
+    return [{"index": _int(g), "name": None, "vendor": "NVIDIA", "cores": _int(c)} for g, c in rows]
+
+
+def _int(value: Any) -> int | None:
+    """Integers as integers; anything else (text where a number belongs) as unknown."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def cuda_device_map(db: SqliteSource) -> dict[tuple[int, int], int]:
