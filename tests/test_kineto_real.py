@@ -184,3 +184,11 @@ def test_folder_of_rank_files_is_one_timeline(tmp_path: Path) -> None:
     rank1 = tracekit.load(folder / "sampled_rank-1.json.gz")
     first1 = tl.df.filter(pl.col("rank") == 1)["ts"].min()
     assert first1 + tl.meta["origin_ns"] == rank1.meta["origin_ns"]
+
+
+def test_legacy_operator_rows_keep_their_external_id() -> None:
+    tl = tracekit.load(_one("nvidia/kineto-tbplugin-resnet50-v100-legacy/*.json.gz"))
+    ops = tl.df.filter(pl.col("kind") == "op")
+    assert ops["args"].null_count() == 0
+    ids = [json.loads(a)["external_id"] for a in ops["args"]]
+    assert min(ids) == 1 and len(set(ids)) == 23646

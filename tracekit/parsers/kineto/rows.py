@@ -274,7 +274,11 @@ class EventColumns:
         for key in ARGS_BY_KIND[kind]:
             if key in _NCCL[1:] and "collective" not in kept:
                 continue  # NCCL details only where a collective name is present
-            values = get("external_id_legacy" if key == "external_id" and legacy else key)
+            values = get(key)
+            if key == "external_id" and legacy:  # 2021 traces: "external id" on most rows
+                values = [
+                    v if v is not None else w for v, w in zip(values, get("external_id_legacy"))
+                ]
             if key in _RAW_KEYS:
                 array = _json_texts(values)
             elif key in _TEXT_KEYS:
