@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,10 @@ import pyarrow as pa
 from tracekit.errors import TraceError
 from tracekit.load import Probe
 from tracekit.parsers import Parser, Progress
-from tracekit.parsers.assemble import assemble
-from tracekit.parsers.kineto.decode import GZIP_MAGIC, decode, raw_timestamps, read_bytes
-from tracekit.parsers.kineto.rows import EventColumns
-from tracekit.parsers.names import NamePool
+from tracekit.parsers.kineto import chunks
+from tracekit.parsers.kineto.decode import GZIP_MAGIC, decode, read_bytes
+from tracekit.parsers.kineto.events import build, events_table
+from tracekit.parsers.kineto.rows import render_warnings
 from tracekit.timeline import Timeline, empty_meta
 
 _MARKERS = (b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"', b'"cpu_op"',
@@ -80,28 +81,58 @@ def _parse_file(path: Path, progress: Progress | None, include_python: bool,
     note(f"reading {path.name}")
     data = read_bytes(path)
     warnings: list[str] = []
+    workers = chunks.workers_for(len(data))
+    planned = chunks.plan(data, workers) if workers > 1 else None
     note("decoding JSON")
-    trace = decode(path, data, warnings)
-    events = trace.traceEvents
-    if events is None:
+    trace = decode(path, planned[1] if planned else data, warnings)
+    if trace.traceEvents is None:
         raise TraceError(f"{path}: JSON without traceEvents; not a PyTorch-profiler trace")
     meta = _metadata(trace, path)
     if rank_hint is not None and not trace.distributedInfo:
         meta["ranks"] = [rank_hint]
-    note(f"{len(events):,} events")
-    columns = EventColumns(
-        events,
-        meta["ranks"][0],
-        include_python,
-        lambda: raw_timestamps(data),
-        rank_in_args=trace.distributedInfo is None,
-    )
-    pool = NamePool()
-    table = assemble(columns.parts(pool), pool)
-    meta["warnings"] = warnings + columns.warnings
+    options = {"rank": meta["ranks"][0], "include_python": include_python,
+               "rank_in_args": trace.distributedInfo is None}  # fmt: skip
+    table = None
+    if planned:
+        note(f"decoding in {workers} processes")
+        table = _parallel(data, planned[0], options, warnings)
+    if table is None:
+        if planned:  # the metadata-only decode above did not read the events
+            trace = decode(path, data, warnings)
+        note(f"{len(trace.traceEvents or []):,} events")
+        table, columns = build(trace.traceEvents or [], data, **options)
+        warnings += render_warnings(columns.repairs, columns.unknown)
+    meta["warnings"] = warnings
     if len(table):
         meta["ranks"] = sorted(pa.compute.unique(table.column("rank")).to_pylist())
     return _rebase(Timeline(table, meta), trace)
+
+
+def _parallel(data: bytes, slices: list[chunks.Slice], options: dict[str, Any],
+              warnings: list[str]) -> pa.Table | None:  # fmt: skip
+    """Decode the first slice here and the others in worker processes at the same time.
+
+    Returns None (the caller then reads everything in this process) when a worker fails.
+    """
+    workers = [chunks.Worker(data, piece, options) for piece in slices[1:]]
+    try:
+        table, columns, first_warnings = events_table(chunks.slice_text(data, slices[0]), **options)
+        results = [chunks.SliceResult(table, columns.repairs, columns.unknown, first_warnings)]
+        results += [worker.result() for worker in workers]
+    finally:
+        for worker in workers:
+            worker.stop()
+    if any(result is None for result in results):
+        return None
+    repairs: Counter[tuple[str, str]] = Counter()
+    unknown: Counter[str] = Counter()
+    for result in results:
+        repairs.update(result.repairs)
+        unknown.update(result.unknown)
+        warnings.extend(w for w in result.warnings if w not in warnings)
+    warnings.extend(render_warnings(repairs, unknown))
+    tables = [r.table for r in results if r.table.num_rows]
+    return pa.concat_tables(tables).unify_dictionaries() if tables else results[0].table
 
 
 def _rebase(timeline: Timeline, trace: Any) -> Timeline:

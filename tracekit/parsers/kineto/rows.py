@@ -8,6 +8,7 @@ JSON by polars, not per event.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
@@ -159,6 +160,25 @@ def args_json(columns: dict[str, pa.Array], n: int) -> pa.Array:
     return frame.select(text).to_series().to_arrow()
 
 
+NO_TS = "{n} {kind} events without a usable ts; dropped"
+NO_DUR = "{n} {kind} events without dur; read as 0 ns"
+NEGATIVE_DUR = "{n} {kind} events with negative dur; read as 0 ns"
+
+
+def render_warnings(repairs: Counter[tuple[str, str]], unknown: Counter[str]) -> list[str]:
+    """Warning lines for what the reader repaired or guessed, in a stable order."""
+    lines = []
+    if unknown:
+        listing = ", ".join(
+            f"{c} ({n})" for c, n in sorted(unknown.items(), key=lambda x: (-x[1], x[0]))
+        )
+        lines.append(f"unknown categories read as host ranges: {listing}")
+    for (message, kind), n in repairs.items():
+        if n:
+            lines.append(message.format(n=n, kind=kind))
+    return lines
+
+
 class EventColumns:
     """Turns decoded events into :class:`Part` objects, category by category."""
 
@@ -168,7 +188,8 @@ class EventColumns:
         self.rank = rank
         self.include_python = include_python
         self.rank_in_args = rank_in_args
-        self.warnings: list[str] = []
+        self.repairs: Counter[tuple[str, str]] = Counter()  # (message, kind) -> events
+        self.unknown: Counter[str] = Counter()  # unknown category -> events
         self._raw_ts = raw_ts
         self._raw_cache: list[bytes | None] | None = None
         present = next((e.args for e in events if e.args is not None), None)
@@ -195,9 +216,8 @@ class EventColumns:
         ).to_series()
         groups = {value: key.eq(value).arg_true().to_numpy() for value in key.unique()}
         if "?" in groups:
-            counts = cat.gather(groups["?"]).fill_null("<none>").value_counts(sort=True)
-            listing = ", ".join(f"{c} ({n})" for c, n in counts.rows())
-            self.warnings.append(f"unknown categories read as host ranges: {listing}")
+            counts = cat.gather(groups["?"]).fill_null("<none>").value_counts()
+            self.unknown.update(dict(counts.rows()))
         return groups
 
     def parts(self, pool: NamePool) -> list[Part]:
@@ -219,10 +239,8 @@ class EventColumns:
         if kind == "marker":
             return np.zeros(len(events), dtype=np.int64)
         dur, ok = to_ns([e.dur for e in events])
-        if missing := int((~ok).sum()):
-            self.warnings.append(f"{missing} {kind} events without dur; read as 0 ns")
-        if negative := int((ok & (dur < 0)).sum()):
-            self.warnings.append(f"{negative} {kind} events with negative dur; read as 0 ns")
+        self.repairs[(NO_DUR, kind)] += int((~ok).sum())
+        self.repairs[(NEGATIVE_DUR, kind)] += int((ok & (dur < 0)).sum())
         return np.where(ok & (dur > 0), dur, 0)
 
     def _part(self, idx: np.ndarray, kind: str, engine: str | None, on_device: bool,
@@ -230,7 +248,7 @@ class EventColumns:
         events = [self.events[i] for i in idx]
         ts, ok = to_ns([e.ts for e in events], raw=self._raw(idx))
         if not ok.all():
-            self.warnings.append(f"{int((~ok).sum())} {kind} events without a usable ts; dropped")
+            self.repairs[(NO_TS, kind)] += int((~ok).sum())
             events = [e for e, keep in zip(events, ok) if keep]
             ts = ts[ok]
         if not events:

@@ -1,0 +1,164 @@
+"""Large Kineto traces decoded by several processes, one slice of ``traceEvents`` each.
+
+Decoding JSON and reading fields per event hold the GIL, so threads cannot share the work.
+Each extra worker is a fresh ``python -m tracekit.parsers.kineto.worker`` process (no fork:
+nothing of the caller's threads or ``__main__`` is inherited) that reads its slice of whole
+events on stdin and writes an Arrow IPC stream on stdout, while this process decodes the first
+slice itself. A slice boundary that is not between two events, or any worker failure, makes
+the caller fall back to reading in one process.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import pyarrow as pa
+
+MIN_BYTES = 96 << 20  # below this, starting workers costs more than it saves
+_MAX_TRAILER = 1 << 20  # keys after the events array: a few short values in practice
+_BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*\{")
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+META_KEY = b"tracekit-slice"
+
+
+@dataclass
+class Slice:
+    """Bytes ``[start, stop)`` of the trace text: whole events, maybe after a comma."""
+
+    start: int
+    stop: int
+
+
+@dataclass
+class SliceResult:
+    table: pa.Table
+    repairs: Counter[tuple[str, str]]
+    unknown: Counter[str]
+    warnings: list[str]
+
+
+def plan(data: bytes, workers: int) -> tuple[list[Slice], bytes] | None:
+    """Split the events array into ``workers`` slices of whole events.
+
+    Returns the slices and the document with an empty events array (for its metadata), or
+    None when the layout is not the expected ``{..."traceEvents": [ {...}, ... ] ...}``.
+    """
+    key = _EVENTS_KEY.search(data, 0, 1 << 20)
+    if key is None:
+        return None
+    first = key.end()
+    last = _array_end(data, first)
+    if last is None:
+        return None
+    bounds = [first]
+    size = last - first
+    for k in range(1, workers):
+        match = _BETWEEN_EVENTS.search(data, first + size * k // workers, last)
+        if match is None or match.start() + 1 <= bounds[-1]:
+            return None
+        bounds.append(match.start() + 1)
+    bounds.append(last)
+    slices = [Slice(a, b) for a, b in itertools.pairwise(bounds)]
+    return slices, data[:first] + data[last:]
+
+
+def _array_end(data: bytes, first: int) -> int | None:
+    """Index of the ``]`` closing the events array, checked by decoding what follows it."""
+    pos = len(data)
+    for _ in range(64):
+        pos = data.rfind(b"]", first, pos)
+        if pos < 0 or len(data) - pos > _MAX_TRAILER:
+            return None
+        tail = data[pos + 1 :].strip()
+        if tail == b"}" or tail.startswith(b","):
+            try:
+                msgspec.json.decode(b"{" + tail.lstrip(b",") if tail != b"}" else b"{}")
+                return pos
+            except msgspec.DecodeError:
+                pass
+    return None
+
+
+def workers_for(size: int) -> int:
+    """How many processes to use for ``size`` bytes of JSON (1 means: do not split)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    cpus = len(affinity(0)) if affinity else (os.cpu_count() or 1)
+    if size < MIN_BYTES or cpus < 2 or os.environ.get("TRACEKIT_PROCESSES") == "1":
+        return 1
+    return min(cpus, 8, max(2, size // MIN_BYTES))
+
+
+def slice_text(data: bytes | memoryview, piece: Slice) -> bytes:
+    """One slice as a JSON array of events."""
+    return b"[" + bytes(data[piece.start : piece.stop]).lstrip().removeprefix(b",") + b"]"
+
+
+class Worker:
+    """One worker process decoding one slice; started at once, collected with :meth:`result`."""
+
+    def __init__(self, data: bytes, piece: Slice, options: dict[str, Any]) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tracekit.parsers.kineto.worker", json.dumps(options)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        self.output = b""
+        self._writer = threading.Thread(target=self._write, args=(data, piece), daemon=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._writer.start()
+        self._reader.start()
+
+    def _write(self, data: bytes, piece: Slice) -> None:
+        try:
+            self.process.stdin.write(slice_text(memoryview(data), piece))  # type: ignore[union-attr]
+            self.process.stdin.close()  # type: ignore[union-attr]
+        except OSError:
+            pass  # the worker died; result() reports it
+
+    def _read(self) -> None:
+        self.output = self.process.stdout.read()  # type: ignore[union-attr]
+
+    def result(self) -> SliceResult | None:
+        """The worker's table, or None when it failed."""
+        self._writer.join()
+        self._reader.join()
+        if self.process.wait() != 0 or not self.output:
+            return None
+        table = pa.ipc.open_stream(self.output).read_all()
+        extra = json.loads((table.schema.metadata or {}).get(META_KEY, b"{}"))
+        table = table.replace_schema_metadata(None)
+        repairs = Counter({tuple(k.split("\0")): v for k, v in extra.get("repairs", {}).items()})
+        return SliceResult(table, repairs, Counter(extra.get("unknown", {})),
+                           extra.get("warnings", []))  # fmt: skip
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+def encode_result(
+    table: pa.Table, repairs: Counter, unknown: Counter, warnings: list[str]
+) -> bytes:
+    """A worker's answer: its table as an Arrow IPC stream, the rest in schema metadata."""
+    extra = {
+        "repairs": {"\0".join(k): v for k, v in repairs.items()},
+        "unknown": dict(unknown),
+        "warnings": warnings,
+    }
+    table = table.replace_schema_metadata({META_KEY: json.dumps(extra)})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
