@@ -56,9 +56,8 @@ def test_save_and_load_round_trip(tmp_path: Path, suffix: str) -> None:
     tl = _timeline()
     out = tl.save(tmp_path / f"t{suffix}")
     back = load(out)
-    assert back.meta == tl.meta | {"source": back.meta["source"]}
+    assert back.meta == tl.meta | {"source": f"t{suffix}"}
     assert back.meta["devices"][0]["name"] == "GPU ü"
-    assert back.events.equals(tl.events) or back.df.equals(tl.df)
     assert back.df.equals(tl.df)
 
 

@@ -16,9 +16,10 @@ from rich.console import Console
 
 from tracekit import stats
 from tracekit.errors import TraceError
-from tracekit.load import load, supported_formats
+from tracekit.load import load
 from tracekit.reports import terminal
-from tracekit.timeline import Timeline
+from tracekit.reports.format import printable
+from tracekit.timeline import Timeline, check_output
 
 app = typer.Typer(
     name="tracekit",
@@ -69,19 +70,21 @@ def one_line_errors(func: F) -> F:
 
 
 def _escape(text: str) -> str:
+    """One line of plain text for rich markup: no markup, no control characters."""
     from rich.markup import escape
 
-    return escape(" ".join(text.split()))
+    return escape(printable(" ".join(text.split())))
 
 
 def read_trace(path: Path, format: str | None = None) -> Timeline:
     """Load a trace, showing a transient progress line on stderr when it is a terminal."""
     if not stderr.is_terminal:
         return load(path, format=format)
-    with stderr.status(f"reading {path.name}", spinner="dots") as status:
+    name = _escape(path.name)
+    with stderr.status(f"reading {name}", spinner="dots") as status:
 
         def progress(phase: str) -> None:
-            status.update(f"reading {path.name}: {phase}")
+            status.update(f"reading {name}: {_escape(phase)}")
 
         return load(path, format=format, progress=progress)
 
@@ -112,7 +115,7 @@ def info(trace: TraceArg, json: JsonOpt = False, format: FormatOpt = None) -> No
 def summary(
     trace: TraceArg,
     json: JsonOpt = False,
-    top: Annotated[int, typer.Option(help="How many kernels to list.")] = 15,
+    top: Annotated[int, typer.Option(min=1, help="How many kernels to list.")] = 15,
     format: FormatOpt = None,
 ) -> None:
     """Device busy time per kind and stream, and the top kernels."""
@@ -133,9 +136,11 @@ def convert(
     """Save the normalized timeline as Parquet or Arrow IPC (metadata preserved)."""
     if output.resolve() == trace.resolve():
         raise TraceError(f"{output}: refusing to overwrite the input trace; choose another name")
+    check_output(output)  # before reading a large trace
     timeline = read_trace(trace, format)
     timeline.save(output)
-    stderr.print(f"wrote {output} ({len(timeline):,} events)", highlight=False, markup=False)
+    message = f"wrote {printable(output)} ({len(timeline):,} events)"
+    stderr.print(message, highlight=False, markup=False)
 
 
 @app.command()
@@ -158,6 +163,3 @@ def formats() -> None:
 
     for parser in registry():
         typer.echo(f"{parser.name:18} {parser.description}")
-
-
-__all__ = ["app", "supported_formats"]

@@ -10,17 +10,30 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from tracekit.errors import TraceError
+
+
+class IntervalOverflowError(TraceError, OverflowError):
+    """Timestamps too far apart (or too large) for int64 interval arithmetic."""
+
 
 def merge(df: pl.DataFrame | pl.LazyFrame, keys: Sequence[str] = ()) -> pl.DataFrame:
     """Merge overlapping or touching intervals per group of ``keys``.
 
-    Input needs ``ts`` and ``dur``; output has ``*keys, start, end``, sorted.
+    Input needs ``ts`` and ``dur``; output has ``*keys, start, end``, sorted. Raises
+    :class:`IntervalOverflowError` (a :class:`TraceError`) when the timestamps do not fit the
+    int64 arithmetic, which only corrupt timestamps (near 2**63 ns, ~292 years) cause.
     """
     keys = list(keys)
     frame = df.lazy().select(*keys, start=pl.col("ts"), end=pl.col("ts") + pl.col("dur"))
     frame = frame.sort([*keys, "start"]).collect()
     if frame.height == 0:
         return frame
+    if (frame["end"] < frame["start"]).any():
+        raise IntervalOverflowError(
+            "an interval ends before it starts (timestamp + duration past 2**63 ns, or a"
+            " negative duration); the trace's timestamps look corrupt"
+        )
     # One running maximum over all groups: lift each group by `group * span` so that the
     # maximum never carries from one group into the next.
     origin = frame["start"].min()
@@ -35,7 +48,10 @@ def merge(df: pl.DataFrame | pl.LazyFrame, keys: Sequence[str] = ()) -> pl.DataF
     frame = frame.with_columns(_group=group.cast(pl.Int64))
     groups = int(frame["_group"].max()) + 1
     if span * groups >= 2**62:
-        raise OverflowError("interval span too large to merge in one pass")
+        raise IntervalOverflowError(
+            f"timestamps span {span - 1:,} ns, too far apart for int64 interval arithmetic;"
+            " the trace's timestamps look corrupt"
+        )
     lift = pl.col("_group") * span - origin
     reach = (pl.col("end") + lift).cum_max()
     frame = frame.with_columns(

@@ -84,7 +84,8 @@ def load(path: str | Path, format: str | None = None, progress=None) -> Timeline
             f"{path}: cannot read as {parser.name} ({type(exc).__name__}: {exc}); "
             "the file may be truncated or corrupt"
         ) from exc
-    timeline.meta.setdefault("source", path.name)
+    if timeline.meta.get("source") is None:  # the key is always there (empty_meta)
+        timeline.meta["source"] = path.name
     return timeline
 
 

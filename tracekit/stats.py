@@ -13,6 +13,7 @@ from tracekit.intervals import union_length
 from tracekit.timeline import Timeline
 
 BUSY_KINDS = ("kernel", "memcpy", "memset", "comm")
+STREAM_KEYS = ["device", "pid", "stream"]
 
 
 def device_rows(timeline: Timeline) -> pl.DataFrame:
@@ -29,12 +30,12 @@ def info(timeline: Timeline) -> dict[str, Any]:
     streams = (
         dev.group_by("device")
         .agg(pl.col("stream").unique().drop_nulls().sort())
-        .sort("device")
+        .sort("device", nulls_last=True)
         .rows()
     )
     span = df.select(start=pl.col("ts").min(), end=(pl.col("ts") + pl.col("dur")).max()).row(0)
-    devices = list(meta.get("devices", []))
-    described = {d.get("index") for d in devices}
+    devices = _as_list(meta.get("devices"))
+    described = {d.get("index") for d in devices if isinstance(d, dict)}
     for device, _ in streams:
         if device not in described:  # rows on a device the trace does not describe
             devices.append({"index": device, "name": None})
@@ -56,32 +57,40 @@ def info(timeline: Timeline) -> dict[str, Any]:
 
 
 def summary(timeline: Timeline, top: int = 15) -> dict[str, Any]:
-    """Device busy time per kind and stream, and the top kernels by total time."""
+    """Device busy time per device, kind and stream, and the top kernels by total time.
+
+    Busy time is the union of intervals on one device: per kind it is merged per
+    (device, kind) and then summed over devices; per stream it is keyed by
+    (device, pid, stream), since CUPTI stream ids are unique only within a process.
+    Rows without a device (or pid, stream) form one group each, listed last.
+    """
     dev = device_rows(timeline).with_columns(pl.col("kind").cast(pl.String))
     total_device_ns = int(dev["dur"].sum() or 0)
-    per_device = []
-    for (device,), rows in dev.group_by(["device"], maintain_order=True):
-        span_start = rows["ts"].min()
-        span_end = (rows["ts"] + rows["dur"]).max()
-        busy = int(union_length(rows)["busy"][0] or 0)
-        per_device.append({
-            "device": device,
-            "span_ns": span_end - span_start,
-            "busy_ns": busy,
-            "utilization": busy / (span_end - span_start) if span_end > span_start else None,
-        })  # fmt: skip
-    per_device.sort(key=lambda r: r["device"])
+    end = pl.col("ts") + pl.col("dur")
+    per_device = (
+        dev.group_by("device")
+        .agg(span_ns=end.max() - pl.col("ts").min())
+        .join(union_length(dev, ["device"]), on="device", nulls_equal=True)
+        .select(
+            "device",
+            "span_ns",
+            busy_ns="busy",
+            utilization=pl.when(pl.col("span_ns") > 0).then(pl.col("busy") / pl.col("span_ns")),
+        )
+        .sort("device", nulls_last=True)
+    )
     by_kind = (
         dev.group_by("kind")
         .agg(count=pl.len(), total_ns=pl.col("dur").sum())
-        .join(union_length(dev, ["kind"]).rename({"busy": "busy_ns"}), on="kind")
+        .join(_busy(dev, "kind"), on="kind")
+        .sort(["total_ns", "kind"], descending=[True, False])
     )
     by_stream = (
-        dev.group_by("device", "stream")
+        dev.group_by(STREAM_KEYS)
         .agg(count=pl.len(), total_ns=pl.col("dur").sum())
-        .join(union_length(dev, ["device", "stream"]), on=["device", "stream"], nulls_equal=True)
+        .join(union_length(dev, STREAM_KEYS), on=STREAM_KEYS, nulls_equal=True)
         .rename({"busy": "busy_ns"})
-        .sort("device", "stream")
+        .sort(STREAM_KEYS, nulls_last=True)
     )
     kernels = dev.filter(pl.col("kind").is_in(["kernel", "comm"]))
     top_kernels = (
@@ -89,17 +98,30 @@ def summary(timeline: Timeline, top: int = 15) -> dict[str, Any]:
         .agg(count=pl.len(), total_ns=pl.col("dur").sum(), mean_ns=pl.col("dur").mean())
         .with_columns(pl.col("name").cast(pl.String))
         .with_columns(share=pl.col("total_ns") / max(total_device_ns, 1))
-        .sort(["total_ns", "name"], descending=[True, False])
+        .sort(["total_ns", "name"], descending=[True, False], nulls_last=True)
         .head(top)
     )
     return {
         "source": timeline.meta.get("source"),
         "format": timeline.meta.get("format"),
         "device_time_ns": total_device_ns,
-        "devices": per_device,
-        "kinds": by_kind.sort("total_ns", descending=True).to_dicts(),
+        "devices": per_device.to_dicts(),
+        "kinds": by_kind.to_dicts(),
         "streams": by_stream.to_dicts(),
         "top_kernels": top_kernels.to_dicts(),
         "kernel_count": kernels.height,
         "warnings": timeline.meta.get("warnings", []),
     }
+
+
+def _busy(dev: pl.DataFrame, key: str) -> pl.DataFrame:
+    """Busy ns per ``key``: the union per (device, key), summed over devices (``busy_ns``)."""
+    per_device = union_length(dev, ["device", key])
+    return per_device.group_by(key).agg(busy_ns=pl.col("busy").sum())
+
+
+def _as_list(value: Any) -> list[Any]:
+    """A metadata list as a new list (a saved timeline's JSON may hold anything)."""
+    if isinstance(value, list):
+        return list(value)
+    return [] if value is None else [value]

@@ -93,6 +93,19 @@ def build_table(columns: Mapping[str, Any], length: int | None = None) -> pa.Tab
     return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
 
+def check_output(path: str | Path) -> Path:
+    """Refuse (TraceError) an output name :meth:`Timeline.save` cannot write; return it."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".parquet", ".arrow", ".feather", ".ipc"):
+        raise TraceError(
+            f"{path}: unknown output type '{suffix}'; use a .parquet or .arrow file name"
+        )
+    if not path.parent.is_dir():
+        raise TraceError(f"{path}: folder {path.parent} does not exist; create it first")
+    return path
+
+
 class Timeline:
     """Events of one trace (an Arrow table in :data:`SCHEMA`) and their metadata."""
 
@@ -150,16 +163,14 @@ class Timeline:
 
     def save(self, path: str | Path) -> Path:
         """Write the timeline to Parquet (``.parquet``) or Arrow IPC (``.arrow``/``.feather``)."""
-        path = Path(path)
-        suffix = path.suffix.lower()
-        if suffix == ".parquet":
-            pq.write_table(self.events, path, compression="zstd")
-        elif suffix in (".arrow", ".feather", ".ipc"):
-            feather.write_feather(self.events, path, compression="zstd")
-        else:
-            raise TraceError(
-                f"{path}: unknown output type '{suffix}'; use a .parquet or .arrow file name"
-            )
+        path = check_output(path)
+        try:
+            if path.suffix.lower() == ".parquet":
+                pq.write_table(self.events, path, compression="zstd")
+            else:
+                feather.write_feather(self.events, path, compression="zstd")
+        except OSError as exc:
+            raise TraceError(f"{path}: cannot write ({exc.strerror or exc})") from exc
         return path
 
     @classmethod
@@ -173,12 +184,17 @@ class Timeline:
         missing = [c for c in COLUMNS if c not in table.column_names]
         if missing:
             raise TraceError(f"{source}: saved timeline lacks columns {', '.join(missing)}")
+        meta = json.loads(raw)
+        if not isinstance(meta, dict):
+            raise TraceError(
+                f"{source}: tracekit metadata is not a JSON object; not a saved timeline"
+            )
         table = build_table({c: table.column(c) for c in COLUMNS}, table.num_rows)
-        return cls(table, json.loads(raw))
+        return cls(table, meta)
 
     @classmethod
     def read(cls, path: str | Path) -> Timeline:
-        """Read a timeline saved as Parquet or Arrow IPC."""
+        """Read a timeline saved as Parquet or Arrow IPC; refuse one that breaks the schema."""
         path = Path(path)
         with path.open("rb") as fh:
             magic = fh.read(6)
@@ -188,4 +204,11 @@ class Timeline:
             table = feather.read_table(path)
         else:
             raise TraceError(f"{path}: not a Parquet or Arrow IPC file")
-        return cls.from_arrow(table, str(path))
+        timeline = cls.from_arrow(table, str(path))
+        problems = timeline.validate()
+        if problems:
+            raise TraceError(
+                f"{path}: saved timeline breaks the schema ({'; '.join(problems)});"
+                " convert the original trace again"
+            )
+        return timeline

@@ -1,4 +1,4 @@
-"""Small display helpers shared by the reports: durations, percentages, kernel names."""
+"""Small display helpers shared by the reports: durations, percentages, names from traces."""
 
 from __future__ import annotations
 
@@ -6,6 +6,17 @@ import re
 
 _TEMPLATE_OR_ARGS = re.compile(r"[<(]")
 _WRAPPERS = {"device_kernel", "Kernel", "Kernel2", "kernel"}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(value: object) -> str:
+    """``str(value)`` with every C0/C1 control character replaced by U+FFFD.
+
+    Use it on all trace-derived text that reaches a terminal: rich escapes markup but passes
+    control characters, so an ESC sequence or OSC-8 link in a kernel name would reach the
+    terminal. A single replacement character keeps the text's width.
+    """
+    return _CONTROL.sub("\ufffd", str(value))
 
 
 def fmt_ns(ns: float | int | None) -> str:

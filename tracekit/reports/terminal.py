@@ -1,83 +1,121 @@
-"""Rich renderings of `tracekit info` and `tracekit summary` for a terminal."""
+"""Rich renderings of `tracekit info` and `tracekit summary` for a terminal.
+
+Every cell that holds text from the trace is a :class:`rich.text.Text` built from
+:func:`printable`, so neither markup nor control characters in a name reach the terminal.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from tracekit.reports.format import fmt_ns, fmt_pct, short_name
+from tracekit.reports.format import fmt_ns, fmt_pct, printable, short_name
 
 
-def _warnings(warnings: list[str]) -> list[Text]:
-    return [Text(f"warning: {w}", style="yellow") for w in warnings]
+def _text(value: object, default: str = "-") -> Text:
+    """A table cell for a value from the trace: plain text, no markup, no control characters."""
+    return Text(default if value is None or value == "" else printable(value))
+
+
+def _count(value: object) -> Text:
+    """A count with thousands separators (any other value shown as it is)."""
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    return Text(f"{value:,}") if is_int else _text(value)
+
+
+def _memory(value: object) -> Text:
+    """Device memory in GiB when the trace gives bytes, else the value as the trace gives it."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return Text(f"{value / 2**30:.0f} GiB")
+    return _text(value or None)
+
+
+def _warnings(warnings: Any) -> list[Text]:
+    items = warnings if isinstance(warnings, list) else [warnings] if warnings else []
+    return [Text(f"warning: {printable(w)}", style="yellow") for w in items]
+
+
+def _table(title: str, columns: dict[str, str]) -> Table:
+    """A borderless table with a left-aligned title; ``columns`` maps heading -> justify."""
+    table = Table(title=title, title_justify="left", box=None, header_style="bold")
+    for heading, justify in columns.items():
+        table.add_column(heading, justify=justify)  # type: ignore[arg-type]
+    return table
+
+
+def _joined(values: Any) -> Any:
+    """A list as ``a, b, c``; anything else unchanged."""
+    return ", ".join(str(v) for v in values) if isinstance(values, list) else values
+
+
+def _producer(producer: Any) -> str:
+    if not isinstance(producer, Mapping):
+        return "" if producer is None else str(producer)
+    version = " ".join(str(v) for v in (producer.get("name"), producer.get("version")) if v)
+    if producer.get("export_schema"):
+        version += f" (export schema {producer['export_schema']})"
+    return version
 
 
 def render_info(data: dict[str, Any]) -> Group:
     """The `tracekit info` view: what the trace is and what it holds."""
-    producer = data.get("producer") or {}
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
-    head.add_row("source", Text(str(data.get("source"))))
-    head.add_row("format", str(data.get("format")))
-    version = " ".join(str(v) for v in (producer.get("name"), producer.get("version")) if v)
-    if producer.get("export_schema"):
-        version += f" (export schema {producer['export_schema']})"
-    head.add_row("producer", Text(version or "-"))
-    head.add_row("events", f"{data['events']:,}")
-    head.add_row("span", fmt_ns(data.get("span_ns")))
-    head.add_row("ranks", ", ".join(str(r) for r in data.get("ranks", [])) or "-")
+    head.add_row("source", _text(data.get("source")))
+    head.add_row("format", _text(data.get("format")))
+    head.add_row("producer", _text(_producer(data.get("producer"))))
+    head.add_row("events", _count(data.get("events")))
+    head.add_row("span", Text(fmt_ns(data.get("span_ns"))))
+    head.add_row("ranks", _text(_joined(data.get("ranks"))))
 
-    devices = Table(title="devices", title_justify="left", box=None, header_style="bold")
-    for col in ("#", "name", "cores", "memory", "streams"):
-        devices.add_column(col, justify="right" if col in ("#", "cores", "memory") else "left")
+    devices = _table("devices", {"#": "right", "name": "left", "cores": "right",
+                                 "memory": "right", "streams": "left"})  # fmt: skip
     streams = data.get("streams_per_device", {})
     for dev in data.get("devices", []):
-        memory = dev.get("memory")
+        dev = dev if isinstance(dev, Mapping) else {"name": dev}
+        ids = streams.get(str(dev.get("index")), [])
         devices.add_row(
-            str(dev.get("index")),
-            Text(str(dev.get("name") or "-")),
-            str(dev.get("cores") or "-"),
-            f"{memory / 2**30:.0f} GiB" if memory else "-",
-            ", ".join(str(s) for s in streams.get(str(dev.get("index")), [])) or "-",
-        )
-    kinds = Table(title="events per kind", title_justify="left", box=None, header_style="bold")
-    kinds.add_column("kind")
-    kinds.add_column("count", justify="right")
+            _text(dev.get("index")), _text(dev.get("name")), _text(dev.get("cores")),
+            _memory(dev.get("memory")), _text(_joined(ids)),
+        )  # fmt: skip
+    kinds = _table("events per kind", {"kind": "left", "count": "right"})
     for kind, count in data.get("events_per_kind", {}).items():
-        kinds.add_row(kind, f"{count:,}")
+        kinds.add_row(_text(kind), _count(count))
     return Group(head, Text(), devices, Text(), kinds, *_warnings(data.get("warnings", [])))
 
 
 def render_summary(data: dict[str, Any], name_width: int = 60) -> Group:
     """The `tracekit summary` view: device busy time and the top kernels."""
-    devices = Table(title="device busy time", title_justify="left", box=None, header_style="bold")
-    for col in ("device", "busy", "span", "utilization"):
-        devices.add_column(col, justify="right")
+    devices = _table(
+        "device busy time", dict.fromkeys(("device", "busy", "span", "utilization"), "right")
+    )
     for dev in data["devices"]:
         devices.add_row(
-            str(dev["device"]), fmt_ns(dev["busy_ns"]), fmt_ns(dev["span_ns"]),
+            _text(dev["device"]), fmt_ns(dev["busy_ns"]), fmt_ns(dev["span_ns"]),
             fmt_pct(dev["utilization"]),
         )  # fmt: skip
 
-    kinds = Table(title="by kind", title_justify="left", box=None, header_style="bold")
-    for col in ("kind", "count", "total", "busy"):
-        kinds.add_column(col, justify="left" if col == "kind" else "right")
+    kinds = _table("by kind", {"kind": "left", "count": "right", "total": "right", "busy": "right"})
     for row in data["kinds"]:
         kinds.add_row(
-            row["kind"], f"{row['count']:,}", fmt_ns(row["total_ns"]), fmt_ns(row["busy_ns"])
-        )
+            _text(row["kind"]), _count(row["count"]), fmt_ns(row["total_ns"]),
+            fmt_ns(row["busy_ns"]),
+        )  # fmt: skip
 
-    streams = Table(title="by stream", title_justify="left", box=None, header_style="bold")
-    for col in ("device", "stream", "events", "busy"):
-        streams.add_column(col, justify="right")
+    streams = _table(
+        "by stream", dict.fromkeys(("device", "pid", "stream", "events", "busy"), "right")
+    )
     for row in data["streams"]:
         streams.add_row(
-            str(row["device"]), str(row["stream"]), f"{row['count']:,}", fmt_ns(row["busy_ns"])
-        )
+            _text(row["device"]), _text(row.get("pid")), _text(row["stream"]),
+            _count(row["count"]), fmt_ns(row["busy_ns"]),
+        )  # fmt: skip
 
     top = Table(title="top kernels", title_justify="left", box=None, header_style="bold")
     for col in ("kernel", "count", "total", "mean", "share"):
@@ -85,7 +123,7 @@ def render_summary(data: dict[str, Any], name_width: int = 60) -> Group:
     labels = _distinct_labels(data["top_kernels"], name_width)
     for row, label in zip(data["top_kernels"], labels):
         top.add_row(
-            Text(label), f"{row['count']:,}", fmt_ns(row["total_ns"]),
+            Text(label), _count(row["count"]), fmt_ns(row["total_ns"]),
             fmt_ns(row["mean_ns"]), fmt_pct(row["share"]),
         )  # fmt: skip
     parts: list[Any] = [devices, Text(), kinds, Text(), streams, Text(), top]
@@ -93,13 +131,14 @@ def render_summary(data: dict[str, Any], name_width: int = 60) -> Group:
 
 
 def _distinct_labels(rows: list[dict[str, Any]], width: int) -> list[str]:
-    """Short kernel names, numbered where different kernels shorten to the same text."""
-    labels = [short_name(row["name"], width - 3) for row in rows]
-    seen: dict[str, int] = {}
+    """Short printable kernel names, numbered where different kernels shorten to one text."""
+    labels = [printable(short_name(row["name"], width - 3)) for row in rows]
+    total = Counter(labels)
+    seen: Counter[str] = Counter()
     out = []
     for label in labels:
-        seen[label] = seen.get(label, 0) + 1
-        out.append(label if labels.count(label) == 1 else f"{label} #{seen[label]}")
+        seen[label] += 1
+        out.append(label if total[label] == 1 else f"{label} #{seen[label]}")
     return out
 
 
