@@ -287,3 +287,12 @@ def test_backtrace_twins_with_null_correlation_count_once(export) -> None:
     )
     tl = _load(path, con)
     assert _rows(tl, "api").height == 1424
+
+
+def test_rows_without_a_start_are_dropped_with_a_warning(export) -> None:
+    path, con = export
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = NULL WHERE rowid IN (5, 6, 7)")
+    tl = _load(path, con)
+    assert _rows(tl, "kernel").height == 861
+    assert tl.meta["warnings"] == ["3 CUPTI_ACTIVITY_KIND_KERNEL rows without a start; dropped"]
+    assert tl.validate() == []

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tracekit.errors import TraceError
 from tracekit.parsers._sqlite import SqliteSource
@@ -65,6 +66,9 @@ class TableReader:
         for name in columns:
             if name not in present:
                 t = t.append_column(name, pa.nulls(t.num_rows, pa.int64()))
+        if "start" in columns and (missing := t.column("start").null_count):
+            self.warnings.append(f"{missing} {table} rows without a start; dropped")
+            t = t.filter(pc.is_valid(t.column("start")))
         return t
 
     def _duration(self, t: pa.Table, kind: str) -> pa.Array:
