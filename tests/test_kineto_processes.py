@@ -33,13 +33,13 @@ def test_three_processes_give_the_one_process_timeline(monkeypatch: pytest.Monke
     monkeypatch.setattr(chunks, "MIN_BYTES", 1 << 20)
     monkeypatch.setattr(chunks.os, "sched_getaffinity", lambda _pid: {0, 1, 2}, raising=False)
     started = []
-    original = chunks.Worker.__init__
+    original = chunks.Worker.feed
 
     def spy(self, data, piece, options):
         started.append(piece)
         original(self, data, piece, options)
 
-    monkeypatch.setattr(chunks.Worker, "__init__", spy)
+    monkeypatch.setattr(chunks.Worker, "feed", spy)
     parallel = tracekit.load(path)
     assert len(started) == 2
     assert _frame(parallel).equals(_frame(serial))

@@ -10,6 +10,7 @@ the caller fall back to reading in one process.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -90,7 +91,11 @@ def _array_end(data: bytes, first: int) -> int | None:
 
 
 def workers_for(size: int) -> int:
-    """How many processes to use for ``size`` bytes of JSON (1 means: do not split)."""
+    """How many processes to use for ``size`` bytes of JSON (1 means: do not split).
+
+    Called with the file size before decompressing (to start workers early) and with the
+    JSON size after.
+    """
     affinity = getattr(os, "sched_getaffinity", None)
     cpus = len(affinity(0)) if affinity else (os.cpu_count() or 1)
     if size < MIN_BYTES or cpus < 2 or os.environ.get("TRACEKIT_PROCESSES") == "1":
@@ -98,42 +103,55 @@ def workers_for(size: int) -> int:
     return min(cpus, 8, max(2, size // MIN_BYTES))
 
 
-def slice_text(data: bytes | memoryview, piece: Slice) -> bytes:
-    """One slice as a JSON array of events."""
-    return b"[" + bytes(data[piece.start : piece.stop]).lstrip().removeprefix(b",") + b"]"
+def slice_text(data: bytes, piece: Slice) -> bytearray:
+    """One slice as a JSON array of events (one copy of its bytes)."""
+    view = memoryview(data)[piece.start : piece.stop]
+    head = bytes(view[:256])
+    skip = len(head) - len(head.lstrip().removeprefix(b",").lstrip())
+    text = bytearray(b"[")
+    text += view[skip:]
+    text += b"]"
+    return text
 
 
 class Worker:
-    """One worker process decoding one slice; started at once, collected with :meth:`result`."""
+    """A worker process, started early (its imports overlap our gunzip) and fed later."""
 
-    def __init__(self, data: bytes, piece: Slice, options: dict[str, Any]) -> None:
+    def __init__(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tracekit.parsers.kineto.worker", json.dumps(options)],
+            [sys.executable, "-m", "tracekit.parsers.kineto.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
         self.output = b""
-        self._writer = threading.Thread(target=self._write, args=(data, piece), daemon=True)
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._writer.start()
-        self._reader.start()
+        self._threads: list[threading.Thread] = []
 
-    def _write(self, data: bytes, piece: Slice) -> None:
+    def feed(self, data: bytes, piece: Slice, options: dict[str, Any]) -> None:
+        """Send the options and the slice, then collect the answer in a background thread.
+
+        The slice is written here, not in a thread: a writer thread would wait for the GIL
+        while this process decodes its own slice, and the worker would sit idle.
+        """
+        stdin = self.process.stdin
         try:
-            self.process.stdin.write(slice_text(memoryview(data), piece))  # type: ignore[union-attr]
-            self.process.stdin.close()  # type: ignore[union-attr]
+            stdin.write(json.dumps(options).encode() + b"\n")  # type: ignore[union-attr]
+            stdin.write(memoryview(data)[piece.start : piece.stop])  # type: ignore[union-attr]
+            stdin.close()  # type: ignore[union-attr]
         except OSError:
-            pass  # the worker died; result() reports it
+            return  # the worker died; result() reports it
+        reader = threading.Thread(target=self._read, daemon=True)
+        self._threads = [reader]
+        reader.start()
 
     def _read(self) -> None:
         self.output = self.process.stdout.read()  # type: ignore[union-attr]
 
     def result(self) -> SliceResult | None:
         """The worker's table, or None when it failed."""
-        self._writer.join()
-        self._reader.join()
-        if self.process.wait() != 0 or not self.output:
+        for thread in self._threads:
+            thread.join()
+        if not self._threads or self.process.wait() != 0 or not self.output:
             return None
         table = pa.ipc.open_stream(self.output).read_all()
         extra = json.loads((table.schema.metadata or {}).get(META_KEY, b"{}"))
@@ -143,9 +161,14 @@ class Worker:
                            extra.get("warnings", []))  # fmt: skip
 
     def stop(self) -> None:
+        """End the process (it may never have been fed)."""
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None and not stream.closed:
+                with contextlib.suppress(OSError):
+                    stream.close()
 
 
 def encode_result(

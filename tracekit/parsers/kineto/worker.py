@@ -1,6 +1,7 @@
-"""``python -m tracekit.parsers.kineto.worker OPTIONS``: decode one slice of Kineto events.
+"""``python -m tracekit.parsers.kineto.worker``: decode one slice of Kineto events.
 
-Reads a JSON array of events on stdin and writes the timeline table (Arrow IPC) on stdout.
+Reads a line of JSON options, then a slice of whole events (``{...}, {...}``, maybe after a
+comma) on stdin, and writes the timeline table (Arrow IPC) on stdout.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from tracekit.parsers.kineto.events import events_table
 
 def main() -> int:
     """Entry point of a worker process."""
-    options = json.loads(sys.argv[1])
-    data = sys.stdin.buffer.read()
-    table, columns, warnings = events_table(data, **options)
+    stdin = sys.stdin.buffer
+    options = json.loads(stdin.readline())
+    text = stdin.read().lstrip().removeprefix(b",")
+    table, columns, warnings = events_table(b"[" + text + b"]", **options)
     sys.stdout.buffer.write(encode_result(table, columns.repairs, columns.unknown, warnings))
     sys.stdout.buffer.flush()
     return 0
