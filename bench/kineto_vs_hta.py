@@ -32,9 +32,10 @@ What is timed (``time.perf_counter`` around one call, imports excluded):
   its row count, to prove the trace was parsed.
 
 Events/s divides the number of ``traceEvents`` in the file (the same for both loaders) by
-the median load time. Peak RSS is ``ru_maxrss`` of the subprocess, the larger of
-``RUSAGE_SELF`` and ``RUSAGE_CHILDREN`` so that a loader that forks workers is not
-favoured; it includes the interpreter and the imported libraries.
+the median load time. Peak RSS is ``ru_maxrss`` of the subprocess plus that of its
+children (``RUSAGE_SELF`` + ``RUSAGE_CHILDREN``): an upper bound of their combined memory,
+so that a loader using worker processes is not favoured; it includes the interpreter and
+the imported libraries.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ class Result:
     @property
     def rss_mb(self) -> float:
         return statistics.median(
-            max(int(r["rss_self_kib"]), int(r["rss_children_kib"])) / 1024 for r in self.runs
+            (int(r["rss_self_kib"]) + int(r["rss_children_kib"])) / 1024 for r in self.runs
         )
 
 
@@ -350,7 +351,7 @@ def measure(
                     print(f"  run {i + 1}/{repeat} {result.loader:<8} failed: {run['error']}")
                     continue
                 result.runs.append(run)
-                rss = max(run["rss_self_kib"], run["rss_children_kib"]) / 1024
+                rss = (run["rss_self_kib"] + run["rss_children_kib"]) / 1024
                 print(
                     f"  run {i + 1}/{repeat} {result.loader:<8} load {run['load_s']:7.2f} s"
                     f"  import {run['import_s']:5.2f} s  rows {run['rows']:>10,}"
