@@ -18,7 +18,7 @@ from tracekit.load import Probe
 from tracekit.parsers import Parser, Progress
 from tracekit.parsers.kineto import chunks
 from tracekit.parsers.kineto.decode import GZIP_MAGIC, decode, read_bytes
-from tracekit.parsers.kineto.events import build, events_table
+from tracekit.parsers.kineto.events import build, events_table, exact_timestamps
 from tracekit.parsers.kineto.rows import render_warnings
 from tracekit.timeline import Timeline, empty_meta
 
@@ -114,12 +114,22 @@ def _read_file(path: Path, note: Progress, include_python: bool, rank_hint: int 
     table = None
     if planned:
         note(f"decoding in {len(workers) + 1} processes")
-        table = _parallel(data, planned[0], workers, options, warnings)
-    if table is None:
-        if planned:  # the metadata-only decode above did not read the events
+        slices = planned[0]
+        for worker, piece in zip(workers, slices[1:]):
+            worker.feed(data, piece, options)
+        own = [chunks.slice_text(data, slices[0])]
+        del data, planned  # the slices now live in the workers and in `own`
+        table = _parallel(own, workers, options, warnings)
+        if table is None:  # a worker failed: read the whole trace in this process
+            data = read_bytes(path)
             trace = decode(path, data, warnings)
-        note(f"{len(trace.traceEvents or []):,} events")
-        table, columns = build(trace.traceEvents or [], data, **options)
+    if table is None:
+        events = trace.traceEvents or []
+        note(f"{len(events):,} events")
+        raw_ts = exact_timestamps(events, data)
+        del data
+        table, columns = build(events, raw_ts, **options)
+        del events
         warnings += render_warnings(columns.repairs, columns.unknown)
     meta["warnings"] = warnings
     if len(table):
@@ -127,19 +137,17 @@ def _read_file(path: Path, note: Progress, include_python: bool, rank_hint: int 
     return _rebase(Timeline(table, meta), trace)
 
 
-def _parallel(data: bytes, slices: list[chunks.Slice], workers: list[chunks.Worker],
-              options: dict[str, Any], warnings: list[str]) -> pa.Table | None:  # fmt: skip
-    """Decode the first slice here while the workers decode the others.
+def _parallel(own: list[bytearray], workers: list[chunks.Worker], options: dict[str, Any],
+              warnings: list[str]) -> pa.Table | None:  # fmt: skip
+    """Decode our slice while the (already fed) workers decode theirs; merge the tables.
 
-    Returns None (the caller then reads everything in this process) when a worker fails.
+    ``own`` hands over the only reference to our slice, so that it is freed once decoded.
+    Returns None when a slice could not be decoded on its own or a worker failed.
     """
-    for worker, piece in zip(workers, slices[1:]):
-        worker.feed(data, piece, options)
     try:
-        text = chunks.slice_text(data, slices[0])
-        table, columns, first_warnings = events_table(text, **options)
+        table, columns, first_warnings = events_table(own.pop(), **options)
     except TraceError:
-        return None  # not a clean slice after all: read the whole trace in one process
+        return None  # not a clean slice after all
     results = [chunks.SliceResult(table, columns.repairs, columns.unknown, first_warnings)]
     results += [worker.result() for worker in workers]
     if any(result is None for result in results):

@@ -20,7 +20,7 @@ import sys
 import threading
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 import pyarrow as pa
@@ -134,8 +134,9 @@ class Worker:
         while this process decodes its own slice, and the worker would sit idle.
         """
         stdin = self.process.stdin
+        header = {**options, "size": piece.stop - piece.start}
         try:
-            stdin.write(json.dumps(options).encode() + b"\n")  # type: ignore[union-attr]
+            stdin.write(json.dumps(header).encode() + b"\n")  # type: ignore[union-attr]
             stdin.write(memoryview(data)[piece.start : piece.stop])  # type: ignore[union-attr]
             stdin.close()  # type: ignore[union-attr]
         except OSError:
@@ -171,9 +172,8 @@ class Worker:
                     stream.close()
 
 
-def encode_result(
-    table: pa.Table, repairs: Counter, unknown: Counter, warnings: list[str]
-) -> bytes:
+def write_result(sink: BinaryIO, table: pa.Table, repairs: Counter[tuple[str, str]],
+                 unknown: Counter[str], warnings: list[str]) -> None:  # fmt: skip
     """A worker's answer: its table as an Arrow IPC stream, the rest in schema metadata."""
     extra = {
         "repairs": {"\0".join(k): v for k, v in repairs.items()},
@@ -181,7 +181,5 @@ def encode_result(
         "warnings": warnings,
     }
     table = table.replace_schema_metadata({META_KEY: json.dumps(extra)})
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
+    with pa.ipc.new_stream(pa.PythonFile(sink, mode="w"), table.schema) as writer:
         writer.write_table(table)
-    return sink.getvalue().to_pybytes()

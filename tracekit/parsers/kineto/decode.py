@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - isal ships wheels for the common platf
     import zlib as _zlib  # type: ignore[no-redef]
 
 GZIP_MAGIC = b"\x1f\x8b"
-_EXACT_FLOAT_US = 2.0**43  # below this a float µs value still resolves single ns
+EXACT_FLOAT_US = 2.0**43  # below this a float µs value still resolves single ns
 
 
 Int = int | str | None  # some producers write numbers as text ("bytes": "2560")
@@ -251,7 +251,7 @@ def to_ns(values: list[Any], raw: Any = None) -> tuple[np.ndarray, np.ndarray]:
     whole = np.floor(clean)
     ns = whole.astype(np.int64) * 1000 + np.rint((clean - whole) * 1000).astype(np.int64)
     # A float this large may already have lost the ns digits that its text carried.
-    coarse = valid & (np.abs(clean) >= _EXACT_FLOAT_US)
+    coarse = valid & (np.abs(clean) >= EXACT_FLOAT_US)
     if coarse.any() and raw is not None:
         texts = raw()
         idx = np.nonzero(coarse)[0]
