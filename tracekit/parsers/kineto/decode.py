@@ -62,37 +62,6 @@ class Args(msgspec.Struct, gc=False):
     labels: str | None = None
 
 
-class LenientArgs(msgspec.Struct, gc=False):
-    """Fallback when a trace gives a kept key an unexpected type: values stay as decoded."""
-
-    correlation: Any = None
-    external_id: Any = msgspec.field(name="External id", default=None)
-    external_id_legacy: Any = msgspec.field(name="external id", default=None)
-    device: Any = None
-    stream: Any = None
-    grid: Any = None
-    block: Any = None
-    registers: Any = msgspec.field(name="registers per thread", default=None)
-    shared_memory: Any = msgspec.field(name="shared memory", default=None)
-    occupancy: Any = msgspec.field(name="est. achieved occupancy %", default=None)
-    bytes: Any = None
-    bandwidth: Any = msgspec.field(name="memory bandwidth (GB/s)", default=None)
-    collective: Any = msgspec.field(name="Collective name", default=None)
-    in_nelems: Any = msgspec.field(name="In msg nelems", default=None)
-    out_nelems: Any = msgspec.field(name="Out msg nelems", default=None)
-    group_size: Any = msgspec.field(name="Group size", default=None)
-    dtype: Any = None
-    pg_name: Any = msgspec.field(name="Process Group Name", default=None)
-    pg_desc: Any = msgspec.field(name="Process Group Description", default=None)
-    pg_ranks: Any = msgspec.field(name="Process Group Ranks", default=None)
-    wait_on_stream: Any = None
-    wait_on_event_corr: Any = msgspec.field(name="wait_on_cuda_event_record_corr_id", default=None)
-    event_id: Any = msgspec.field(name="wait_on_cuda_event_id", default=None)
-    rank: Any = None
-    name: Any = None
-    labels: Any = None
-
-
 class Event(msgspec.Struct, gc=False):
     ph: str = ""
     cat: str | None = None
@@ -102,17 +71,6 @@ class Event(msgspec.Struct, gc=False):
     pid: int | str | None = None
     tid: int | str | None = None
     args: Args | None = None
-
-
-class LenientEvent(msgspec.Struct, gc=False):
-    ph: Any = ""
-    cat: Any = None
-    name: Any = None
-    ts: Any = None
-    dur: Any = None
-    pid: Any = None
-    tid: Any = None
-    args: LenientArgs | None = None
 
 
 class DeviceProperties(msgspec.Struct, gc=False):
@@ -144,18 +102,20 @@ class Trace(msgspec.Struct, gc=False):
     hip_runtime_version: int | None = None
 
 
-class LenientTrace(msgspec.Struct, gc=False):
-    traceEvents: list[LenientEvent] | None = None
-    schemaVersion: Any = None
-    deviceProperties: Any = None
-    distributedInfo: Any = None
-    displayTimeUnit: Any = None
-    baseTimeNanoseconds: Any = None
-    cupti_version: Any = None
-    cuda_runtime_version: Any = None
-    roctracer_version: Any = None
-    rocprofiler_sdk_version: Any = msgspec.field(name="rocprofiler-sdk_version", default=None)
-    hip_runtime_version: Any = None
+def _lenient(struct: type, **overrides: Any) -> Any:
+    """The same struct with every field typed ``Any`` (values kept as decoded), except
+    ``overrides``: the fallback for traces that give a kept key an unexpected type."""
+    fields = []
+    for info in msgspec.structs.fields(struct):
+        kind = overrides.get(info.name, Any)
+        default = info.default if info.default is not msgspec.NODEFAULT else None
+        fields.append((info.name, kind, msgspec.field(name=info.encode_name, default=default)))
+    return msgspec.defstruct(f"Lenient{struct.__name__}", fields, gc=False)
+
+
+LenientArgs = _lenient(Args)
+LenientEvent = _lenient(Event, args=LenientArgs | None)
+LenientTrace = _lenient(Trace, traceEvents=list[LenientEvent] | None)
 
 
 class _RawTs(msgspec.Struct, gc=False):
