@@ -18,7 +18,7 @@ from tracekit.load import Probe
 from tracekit.parsers import Parser, Progress
 from tracekit.parsers.kineto import chunks
 from tracekit.parsers.kineto.decode import GZIP_MAGIC, decode, read_bytes
-from tracekit.parsers.kineto.events import build, events_table, exact_timestamps
+from tracekit.parsers.kineto.events import events_table, read_events, to_table
 from tracekit.parsers.kineto.rows import render_warnings
 from tracekit.timeline import Timeline, empty_meta
 
@@ -126,10 +126,9 @@ def _read_file(path: Path, note: Progress, include_python: bool, rank_hint: int 
     if table is None:
         events = trace.traceEvents or []
         note(f"{len(events):,} events")
-        raw_ts = exact_timestamps(events, data)
-        del data
-        table, columns = build(events, raw_ts, **options)
-        del events
+        columns = read_events(events, data, **options)
+        del data, events
+        table = to_table(columns)
         warnings += render_warnings(columns.repairs, columns.unknown)
     meta["warnings"] = warnings
     if len(table):

@@ -184,24 +184,18 @@ class EventColumns:
 
     def __init__(self, events: list[Any], rank: int, include_python: bool,
                  raw_ts: Callable[[], list[bytes | None]], rank_in_args: bool) -> None:  # fmt: skip
+        """``raw_ts`` returns the JSON text of every ``ts``; it is only called (here) when
+        some timestamp is a float too large to hold ns."""
         self.events = events
         self.rank = rank
         self.include_python = include_python
         self.rank_in_args = rank_in_args
         self.repairs: Counter[tuple[str, str]] = Counter()  # (message, kind) -> events
         self.unknown: Counter[str] = Counter()  # unknown category -> events
-        self._raw_ts = raw_ts
-        self._raw_cache: list[bytes | None] | None = None
+        # All timestamps at once, while the JSON text (for coarse floats) is still at hand.
+        self.ts, self.ts_ok = to_ns([e.ts for e in events], raw=raw_ts)
         present = next((e.args for e in events if e.args is not None), None)
         self._empty_args = type(present)() if present is not None else None
-
-    def _raw(self, idx: np.ndarray) -> Callable[[], list[bytes | None]]:
-        def texts() -> list[bytes | None]:
-            if self._raw_cache is None:
-                self._raw_cache = self._raw_ts()
-            return [self._raw_cache[i] for i in idx]
-
-        return texts
 
     def _groups(self) -> dict[str, np.ndarray]:
         events = self.events
@@ -246,7 +240,7 @@ class EventColumns:
     def _part(self, idx: np.ndarray, kind: str, engine: str | None, on_device: bool,
               legacy: bool, pool: NamePool) -> Part | None:  # fmt: skip
         events = [self.events[i] for i in idx]
-        ts, ok = to_ns([e.ts for e in events], raw=self._raw(idx))
+        ts, ok = self.ts[idx], self.ts_ok[idx]
         if not ok.all():
             self.repairs[(NO_TS, kind)] += int((~ok).sum())
             events = [e for e, keep in zip(events, ok) if keep]
