@@ -167,12 +167,15 @@ def decode(path: Path, data: bytes, warnings: list[str]) -> Trace | LenientTrace
             decoded = _DECODERS[(lenient, bare)].decode(data)
         except msgspec.ValidationError:
             continue  # a kept key with an unexpected type: retry with the lenient structs
-        except UnicodeDecodeError:
+        except (UnicodeDecodeError, msgspec.DecodeError) as exc:
+            # msgspec < 0.23 raises UnicodeDecodeError for bad UTF-8, later a DecodeError.
+            if isinstance(exc, msgspec.DecodeError) and "UTF-8" not in str(exc):
+                raise TraceError(
+                    f"{path}: not valid JSON ({exc}); the file may be truncated"
+                ) from exc
             warnings.append("invalid UTF-8 in the trace replaced by U+FFFD")
-            data = data.decode("utf-8", errors="replace").encode("utf-8")
+            data = bytes(data).decode("utf-8", errors="replace").encode("utf-8")
             return decode(path, data, warnings)
-        except msgspec.DecodeError as exc:
-            raise TraceError(f"{path}: not valid JSON ({exc}); the file may be truncated") from exc
         if lenient:
             warnings.append("unexpected value types in event args; read leniently")
         if bare:
