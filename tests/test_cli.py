@@ -93,4 +93,7 @@ def test_demo_prints_summary() -> None:
 def test_formats_lists_every_parser() -> None:
     done = run_cli("formats")
     names = [line.split()[0] for line in done.stdout.splitlines()]
-    assert names == ["nsys-sqlite", "nsys-rep", "kineto", "tracekit-parquet", "tracekit-arrow"]
+    assert names == [
+        "nsys-sqlite", "rocpd", "rocprof-v1", "rocprof-v1-db", "rocprof-v1-json",
+        "rocprof-v1-csv", "nsys-rep", "kineto", "tracekit-parquet", "tracekit-arrow",
+    ]  # fmt: skip

@@ -25,6 +25,14 @@ class Parser:
 
 def registry() -> list[Parser]:
     """All built-in parsers, most specific first."""
-    from tracekit.parsers import kineto, nsys, saved
+    from tracekit.parsers import kineto, nsys, rocpd, rocprof_legacy, saved
 
-    return [nsys.SQLITE, nsys.REPORT, kineto.KINETO, saved.PARQUET, saved.ARROW]
+    return [
+        nsys.SQLITE,
+        rocpd.ROCPD,
+        *rocprof_legacy.PARSERS,
+        nsys.REPORT,
+        kineto.KINETO,
+        saved.PARQUET,
+        saved.ARROW,
+    ]

@@ -1,0 +1,136 @@
+"""rocprofiler-sdk rocpd SQLite databases (``rocprofv3 --output-format rocpd``, schema 3).
+
+A rocpd file keeps each profiled process in its own set of uuid-suffixed tables
+(``rocpd_kernel_dispatch_<uuid>``, ``rocpd_region_<uuid>``, ``rocpd_string_<uuid>`` …);
+plain views (``rocpd_kernel_dispatch``, ``kernels``, ``regions`` …) sit on top of one set.
+This reader reads every uuid set's own tables directly — the plain ``rocpd_*`` views are
+``SELECT *`` over them, so the rows are the same, and a merged file with several sets is
+read whole — and falls back to the plain views when a file has no suffixed tables.
+
+Rows: kernel dispatches (names from the kernel symbols, agent -> GPU index, queue ->
+stream, grid/workgroup/LDS/scratch/VGPR/SGPR in args), regions (HIP/HSA/RCCL/… API calls as
+``api``, roctx markers as ``range``, or ``marker`` when start == end) and memory copies.
+``corr`` is the internal correlation id (``rocpd_event.stack_id``), which an API call shares
+with the kernels and copies it enqueued; the external id (``correlation_id``, 0 unless a
+tool pushed one) goes to args as ``ext_corr``. Timestamps are CLOCK_BOOTTIME ns: ts 0 is
+the first event, ``meta["clock"]`` keeps the boot-time value of ts 0, ``origin_ns`` is None.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from tracekit.errors import TraceError
+from tracekit.load import Probe
+from tracekit.parsers import Parser, Progress
+from tracekit.parsers._sqlite import SqliteSource
+from tracekit.parsers.assemble import Part, assemble
+from tracekit.parsers.names import NamePool
+from tracekit.parsers.rocm_shared import rebase
+from tracekit.parsers.rocpd_tables import SetReader, TableSet
+from tracekit.timeline import Timeline, empty_meta
+
+SUPPORTED_SCHEMA = "3"
+CLOCK = "CLOCK_BOOTTIME"
+_STRING, _META = "rocpd_string", "rocpd_metadata"
+
+
+def sniff(probe: Probe) -> bool:
+    """A SQLite file with rocpd string or metadata tables (any schema version)."""
+    return any(t.startswith((_STRING, _META)) for t in probe.tables)
+
+
+def table_sets(con: sqlite3.Connection) -> list[TableSet]:
+    """One :class:`TableSet` per uuid suffix; the plain views when there is no suffixed set."""
+    rows = con.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')")
+    objects = dict(rows.fetchall())
+    suffixes = sorted(
+        {n[len(base) :] for n, t in objects.items() if t == "table"
+         for base in (_STRING, _META) if n.startswith(base)}
+    )  # fmt: skip
+    if not suffixes and (_STRING in objects or _META in objects):
+        suffixes = [""]
+    return [TableSet(s, objects) for s in suffixes]
+
+
+def parse(path: Path, progress: Progress | None = None) -> Timeline:
+    """Read a rocpd database into a :class:`Timeline`."""
+    note = progress or (lambda _msg: None)
+    db = SqliteSource(path)
+    try:
+        sets = table_sets(db.con)
+        if not sets:
+            raise TraceError(
+                f"{path}: SQLite file has no rocpd tables; pass a rocprofv3 rocpd file"
+            )
+        meta = empty_meta()
+        meta.update(format="rocpd", source=path.name)
+        versions = [_schema_version(db, s, path, meta["warnings"]) for s in sets]
+        meta["producer"] = {
+            "name": "rocprofv3 (rocprofiler-sdk)", "version": None,
+            "schema_version": next((v for v in versions if v), None),
+        }  # fmt: skip
+        readers = [SetReader(db, s, k, meta["warnings"]) for k, s in enumerate(sets)]
+        pool = NamePool(*_pool_ids(readers))
+        parts: list[Part] = []
+        for reader in readers:
+            reader.pool = pool
+            for label, read in (("kernels", reader.kernels), ("regions", reader.regions),
+                                ("instants", reader.samples),
+                                ("memory copies", reader.copies)):  # fmt: skip
+                note(label)
+                parts.extend(read())
+            reader.note_unread()
+        if not any(len(p) for p in parts):
+            raise TraceError(
+                f"{path}: rocpd file holds no kernels, API regions or memory copies;"
+                " profile with `rocprofv3 --kernel-trace` (or --sys-trace) and pass the new file"
+            )
+        meta["devices"] = [d for r in readers for d in r.devices]
+        meta["processes"] = [p for r in readers for p in r.processes]
+        note("assembling")
+        table = rebase(assemble(parts, pool), meta, CLOCK)
+        meta["warnings"].extend(w for w in db.warnings if w not in meta["warnings"])
+        return Timeline(table, meta)
+    finally:
+        db.close()
+
+
+def _schema_version(db: SqliteSource, tset: TableSet, path: Path, warnings: list[str]) -> str:
+    """The set's ``schema_version``; another version than 3 is refused in one line."""
+    table = tset.get(_META)
+    row = None
+    if table:
+        row = db.con.execute(
+            f"SELECT value FROM \"{table}\" WHERE tag = 'schema_version' LIMIT 1"
+        ).fetchone()
+    if row is None:
+        warnings.append(f"rocpd tables{tset.suffix or ''} without a schema_version; read as 3")
+        return ""
+    version = str(row[0]).strip()
+    if version != SUPPORTED_SCHEMA:
+        raise TraceError(
+            f"{path}: rocpd schema version {version} found; tracekit reads rocpd schema version"
+            f" {SUPPORTED_SCHEMA} (rocprofv3, ROCm 7.x); re-export it with a ROCm 7 rocprofv3"
+            " or convert it to CSV with that version's `rocpd convert`"
+        )
+    return version
+
+
+def _pool_ids(readers: list[SetReader]) -> tuple[Any, Any]:
+    """The string tables and kernel-symbol names of every set, under set-unique ids."""
+    import pyarrow as pa
+
+    ids, values = [], []
+    for reader in readers:
+        i, v = reader.named_ids()
+        ids.append(i)
+        values.append(v)
+    if not ids:
+        return pa.array([], pa.int64()), pa.array([], pa.string())
+    return pa.concat_arrays(ids), pa.concat_arrays(values)
+
+
+ROCPD = Parser("rocpd", "rocprofv3 rocpd SQLite database (schema 3)", sniff, parse)
