@@ -25,13 +25,15 @@ class Parser:
 
 def registry() -> list[Parser]:
     """All built-in parsers, most specific first."""
-    from tracekit.parsers import kineto, nsys, rocpd, rocprof_legacy, saved
+    from tracekit.parsers import kineto, nsys, rocpd, rocprof, rocprof_legacy, saved
 
     return [
         nsys.SQLITE,
         rocpd.ROCPD,
         *rocprof_legacy.PARSERS,
         nsys.REPORT,
+        rocprof.ROCPROFV3_JSON,
+        rocprof.ROCPROFV3_CSV,
         kineto.KINETO,
         saved.PARQUET,
         saved.ARROW,

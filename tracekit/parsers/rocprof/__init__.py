@@ -1,0 +1,60 @@
+"""AMD rocprofv3 (rocprofiler-sdk) outputs: ``--output-format csv`` sets and ``json`` files.
+
+- rocprofv3 CSV: a folder or any one ``*_kernel_trace.csv`` / ``*_hip_api_trace.csv`` …;
+  siblings are found by their shared file-name prefix (see :mod:`.files` for the folder rule).
+- rocprofv3 JSON: ``*_results.json`` (or ``.json.gz``), buffer records resolved through
+  ``strings``, ``kernel_symbols`` and ``agents``.
+
+Timestamps are CLOCK_BOOTTIME ns: ts is relative to the earliest row, ``meta["clock"]`` is
+``{"domain": "CLOCK_BOOTTIME", "zero_ns": <boot-clock ns at ts 0>}`` and ``origin_ns`` stays
+None (the output gives no epoch).
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from tracekit.load import Probe
+from tracekit.parsers import Parser
+from tracekit.parsers.rocprof import v3_csv, v3_json
+from tracekit.parsers.rocprof.files import sniff_csv_path
+
+_GZIP = b"\x1f\x8b"
+JSON_KEY = b'"rocprofiler-sdk-tool"'
+
+
+def sniff_csv(probe: Probe) -> bool:
+    """A rocprofv3 CSV file (by its header), or a folder holding one."""
+    return sniff_csv_path(probe.path, probe.head)
+
+
+def _text_head(probe: Probe) -> bytes:
+    if not probe.head.startswith(_GZIP):
+        return probe.head
+    try:
+        with probe.path.open("rb") as fh:
+            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(fh.read(1 << 14), 1 << 14)
+    except (zlib.error, OSError):
+        return b""
+
+
+def sniff_json(probe: Probe) -> bool:
+    """A JSON object whose first key is ``rocprofiler-sdk-tool`` (plain or gzip)."""
+    if not probe.path.is_file():
+        return False
+    text = _text_head(probe).lstrip(b"\xef\xbb\xbf \t\r\n")
+    return text.startswith(b"{") and text[1:].lstrip().startswith(JSON_KEY)
+
+
+ROCPROFV3_CSV = Parser(
+    "rocprofv3-csv",
+    "AMD rocprofv3 CSV set (folder or *_kernel_trace.csv and its siblings)",
+    sniff_csv,
+    v3_csv.parse,
+)
+ROCPROFV3_JSON = Parser(
+    "rocprofv3-json",
+    "AMD rocprofv3 JSON output (*_results.json, .json.gz)",
+    sniff_json,
+    v3_json.parse,
+)

@@ -1,0 +1,278 @@
+"""rocprofv3 ``--output-format csv``: kernel, memory copy / allocation, scratch memory and
+API (HIP, HSA, marker/roctx, RCCL, rocDecode, rocJPEG) traces of one run, read with polars.
+
+Both quoting styles read the same (rocprofv3 quotes only text; re-written files quote every
+field); the ``Guid`` column of CSVs regenerated from rocpd is ignored; older output without
+``Stream_Id`` / ``Thread_Id`` / ``Dispatch_Id`` reads with those fields left out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from tracekit.errors import TraceError
+from tracekit.parsers import Progress
+from tracekit.parsers.assemble import Part, assemble
+from tracekit.parsers.names import NamePool
+from tracekit.parsers.rocprof import common
+from tracekit.parsers.rocprof.agents import AgentTable, read_agent_info
+from tracekit.parsers.rocprof.files import LABELS, CsvSet, check_columns, discover, read_header
+from tracekit.timeline import Timeline
+
+# numeric columns read as Int64; every other column (and any unknown one) is text
+_INT = {"Queue_Id", "Stream_Id", "Thread_Id", "Process_Id", "Dispatch_Id", "Kernel_Id",
+        "Correlation_Id", "Start_Timestamp", "End_Timestamp", "LDS_Block_Size", "Scratch_Size",
+        "VGPR_Count", "Accum_VGPR_Count", "SGPR_Count", "Workgroup_Size_X", "Workgroup_Size_Y",
+        "Workgroup_Size_Z", "Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z", "Workgroup_Size",
+        "Grid_Size", "Allocation_Size", "Bytes", "Size", "Copy_Size"}  # fmt: skip
+# kernel args; grid sizes last: they vary most (see common.args_json's split)
+_KERNEL_ARGS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("block", ("Workgroup_Size_X", "Workgroup_Size_Y", "Workgroup_Size_Z")),
+    ("block", ("Workgroup_Size",)),
+    ("lds", ("LDS_Block_Size",)),
+    ("scratch", ("Scratch_Size",)),
+    ("vgpr", ("VGPR_Count",)),
+    ("accum_vgpr", ("Accum_VGPR_Count",)),
+    ("sgpr", ("SGPR_Count",)),
+    ("hip_stream", ("Stream_Id",)),
+    ("grid", ("Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z")),
+    ("grid", ("Grid_Size",)),
+)
+_BYTES_COLUMNS = ("Bytes", "Size", "Copy_Size")
+
+
+class CsvReader:
+    """Reads the files of one :class:`CsvSet` into timeline parts."""
+
+    def __init__(self, found: CsvSet, agents: AgentTable) -> None:
+        self.found = found
+        self.agents = agents
+        self.pool = NamePool()
+        self.warnings: list[str] = list(found.warnings)
+
+    def _frame(
+        self,
+        path: Path,
+        role: str,
+        wanted: tuple[str, ...],
+        cats: tuple[str, ...],
+    ) -> pl.DataFrame | None:
+        """One scan of the file: the ``wanted`` columns it has (numbers as Int64, ``cats``
+        as Categorical, the first of them the row's name); None when it has no rows."""
+        name = cats[0]
+        columns = read_header(path)
+        if not columns:
+            self.warnings.append(f"{path.name}: empty file (no header); skipped")
+            return None
+        check_columns(path, role, columns)
+        present = [c for c in wanted if c in columns]
+        schema = {c: (pl.Int64 if c in _INT else pl.String) for c in columns}
+        keep = [pl.col(c).cast(pl.Categorical) if c in cats else pl.col(c) for c in present]
+        try:
+            frame = (
+                pl.scan_csv(path, schema=schema, quote_char='"')
+                .select(keep)
+                .collect(engine="streaming")
+            )
+        except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise TraceError(
+                f"{path}: cannot read as a rocprofv3 {LABELS[role]} ({first[:200]});"
+                " the file may be truncated or edited"
+            ) from exc
+        if not frame.height:
+            self.warnings.append(f"{path.name}: header only, no rows; skipped")
+            return None
+        if frame["Start_Timestamp"].null_count():
+            kept = frame.filter(pl.col("Start_Timestamp").is_not_null())
+            blank = frame.select(
+                (pl.col("Start_Timestamp").is_null() & pl.col("End_Timestamp").is_null()
+                 & pl.col(name).is_null()).sum()
+            ).item()  # fmt: skip
+            lost = frame.height - kept.height - blank
+            if lost:  # blank lines (a trailing newline too many) are not rows
+                self.warnings.append(f"{path.name}: {lost} rows without a start time dropped")
+            frame = kept
+        return frame
+
+    def _base(self, frame: pl.DataFrame, label: str) -> tuple[np.ndarray, np.ndarray]:
+        start = frame["Start_Timestamp"].to_numpy()
+        return start, common.durations(start, frame["End_Timestamp"], label, self.warnings)
+
+    def _names(self, values: pl.Series) -> np.ndarray:
+        return common.pool_names(self.pool, values)
+
+    @staticmethod
+    def _opt(frame: pl.DataFrame, column: str) -> Any:
+        return frame[column].to_arrow() if column in frame.columns else None
+
+    def kernels(self, path: Path) -> list[Part]:
+        wanted = (
+            "Agent_Id",
+            "Queue_Id",
+            "Kernel_Name",
+            "Correlation_Id",
+            "Start_Timestamp",
+            "End_Timestamp",
+            *dict.fromkeys(c for _, cols in _KERNEL_ARGS for c in cols),
+        )
+        frame = self._frame(path, "kernel", wanted, ("Kernel_Name", "Agent_Id"))
+        if frame is None:
+            return []
+        start, dur = self._base(frame, "kernel")
+        fields, seen = [], set()
+        for key, cols in _KERNEL_ARGS:
+            if key not in seen and all(c in frame.columns for c in cols):
+                fields.append((key, cols[0] if len(cols) == 1 else cols))
+                seen.add(key)
+        columns = {
+            "device": self.agents.map_labels(frame["Agent_Id"]).to_arrow(),
+            "stream": frame["Queue_Id"].to_arrow(),
+            "rank": 0,
+            "corr": self._opt(frame, "Correlation_Id"),
+            "args": _kernel_args(frame, fields),
+        }
+        return [Part("kernel", start, dur, self._names(frame["Kernel_Name"]), "sm", columns)]
+
+    def memcpy(self, path: Path) -> list[Part]:
+        wanted = ("Direction", "Stream_Id", "Source_Agent_Id", "Destination_Agent_Id",
+                  "Correlation_Id", "Start_Timestamp", "End_Timestamp",
+                  *_BYTES_COLUMNS)  # fmt: skip
+        frame = self._frame(path, "memcpy", wanted, ("Direction",))
+        if frame is None:
+            return []
+        start, dur = self._base(frame, "memory copy")
+        src = self.agents.map_labels(frame["Source_Agent_Id"])
+        dst = self.agents.map_labels(frame["Destination_Agent_Id"])
+        direction = frame["Direction"].cast(pl.String)
+        from_device = direction.str.contains("DEVICE_TO").fill_null(False)
+        device = pl.select(
+            pl.when(from_device).then(src.fill_null(dst)).otherwise(dst.fill_null(src))
+        ).to_series()
+        frame = frame.with_columns(
+            src=common.json_text(frame["Source_Agent_Id"]),
+            dst=common.json_text(frame["Destination_Agent_Id"]),
+        )
+        fields: list[tuple[str, Any]] = [("src_agent", "src"), ("dst_agent", "dst")]
+        size = next((c for c in _BYTES_COLUMNS if c in frame.columns), None)
+        if size:
+            fields.append(("bytes", size))
+        if "Stream_Id" in frame.columns:
+            fields.append(("hip_stream", "Stream_Id"))
+        columns = {"device": device.to_arrow(), "rank": 0,
+                   "corr": self._opt(frame, "Correlation_Id"),
+                   "args": common.args_json(frame, fields).to_arrow()}  # fmt: skip
+        return [Part("memcpy", start, dur, self._names(frame["Direction"]), "copy", columns)]
+
+    def _host_ops(self, path: Path, role: str, extra: tuple[tuple[str, str], ...]) -> list[Part]:
+        """Memory allocation and scratch memory rows: runtime work on a host thread."""
+        wanted = ("Operation", "Agent_Id", "Correlation_Id", "Thread_Id", "Start_Timestamp",
+                  "End_Timestamp", *(c for _, c in extra))  # fmt: skip
+        frame = self._frame(path, role, wanted, ("Operation",))
+        if frame is None:
+            return []
+        start, dur = self._base(frame, LABELS[role].replace(" trace", ""))
+        fields: list[tuple[str, Any]] = []
+        if "Agent_Id" in frame.columns:
+            frame = frame.with_columns(agent=common.json_text(frame["Agent_Id"]))
+            fields.append(("agent", "agent"))
+            if self.agents.known:  # without agent info a label's device would be a guess
+                frame = frame.with_columns(gpu=self.agents.map_labels(frame["Agent_Id"]))
+                fields.append(("device", "gpu"))
+        for key, col in extra:
+            if col in frame.columns:
+                if col not in _INT:
+                    frame = frame.with_columns(common.json_text(frame[col]).alias(col))
+                fields.append((key, col))
+        args = common.args_json(frame, fields).to_arrow() if fields else None
+        columns = {"device": -1, "rank": 0, "tid": self._opt(frame, "Thread_Id"),
+                   "corr": self._opt(frame, "Correlation_Id"), "args": args}  # fmt: skip
+        return [Part("api", start, dur, self._names(frame["Operation"]), None, columns)]
+
+    def allocations(self, path: Path) -> list[Part]:
+        return self._host_ops(path, "alloc", (("bytes", "Allocation_Size"), ("address", "Address")))
+
+    def scratch(self, path: Path) -> list[Part]:
+        return self._host_ops(path, "scratch", (("queue", "Queue_Id"), ("flags", "Alloc_Flags")))
+
+    def api(self, path: Path) -> list[Part]:
+        wanted = ("Domain", "Function", "Process_Id", "Thread_Id", "Correlation_Id",
+                  "Start_Timestamp", "End_Timestamp")  # fmt: skip
+        frame = self._frame(path, "api", wanted, ("Function", "Domain"))
+        if frame is None:
+            return []
+        start, dur = self._base(frame, "API")
+        end = frame["End_Timestamp"].fill_null(-1).to_numpy()
+        kinds = common.api_kinds(frame["Domain"], frame["Function"], start, end)
+        args = common.domain_args(frame["Domain"]).to_arrow()
+        names = self._names(frame["Function"])
+        parts = []
+        for code, kind in enumerate(common.API_KINDS):
+            mask = kinds == code
+            if not mask.any():
+                continue
+            take = None if mask.all() else np.nonzero(mask)[0]
+
+            def pick(values: Any, take: Any = take) -> Any:
+                return values if take is None or values is None else values.take(take)
+
+            columns = {
+                "device": -1,
+                "rank": 0,
+                "pid": pick(self._opt(frame, "Process_Id")),
+                "tid": pick(self._opt(frame, "Thread_Id")),
+                "corr": pick(self._opt(frame, "Correlation_Id")),
+                "args": pick(args),
+            }
+            sel = slice(None) if take is None else take
+            parts.append(Part(kind, start[sel], dur[sel], names[sel], None, columns))
+        return parts
+
+
+def _kernel_args(frame: pl.DataFrame, fields: list[tuple[str, Any]]) -> Any:
+    if not fields:
+        return None
+    split = len(fields) - 1 if fields[-1][0] == "grid" and len(fields) > 1 else None
+    return common.args_json(frame, fields, split).to_arrow()
+
+
+def parse(path: Path, progress: Progress | None = None) -> Timeline:
+    """Read a rocprofv3 CSV set (a folder, or any one of its files) into a Timeline."""
+    note = progress or (lambda _msg: None)
+    found = discover(path)
+    agent_files = found.files.get("agent_info", [])
+    agents = read_agent_info(agent_files[0]) if agent_files else AgentTable([])
+    reader = CsvReader(found, agents)
+    readers = {"kernel": reader.kernels, "memcpy": reader.memcpy, "api": reader.api,
+               "alloc": reader.allocations, "scratch": reader.scratch}  # fmt: skip
+    parts: list[Part] = []
+    for role, read in readers.items():
+        for file in found.files.get(role, []):
+            note(f"reading {file.name}")
+            parts.extend(read(file))
+    if not found.trace_files and not agent_files:
+        raise TraceError(f"{path}: not a rocprofv3 CSV (no kernel, API or memory trace header)")
+    if not any(len(p) for p in parts) and found.trace_files:
+        names = ", ".join(p.name for p in found.trace_files)
+        raise TraceError(
+            f"{path}: rocprofv3 CSV files hold no rows ({names}); rocprofv3 writes a file only"
+            " when it has records, so these were cut short: profile again"
+        )
+    origin = common.rebase(parts)
+    note("assembling")
+    table = assemble(parts, reader.pool)
+    meta = common.base_meta("rocprofv3-csv", path.name, {})
+    common.finish_meta(meta, origin)
+    used = set(table.column("device").drop_null().unique().to_pylist()) - {-1}
+    meta["devices"] = agents.devices(used)
+    meta["files"] = [p.name for p in (*found.trace_files, *agent_files)]
+    if found.ignored:
+        meta["ignored_files"] = found.ignored
+    if not found.trace_files:
+        reader.warnings.append(f"only agent info ({agent_files[0].name}); no trace files")
+    meta["warnings"] = reader.warnings + agents.warnings()
+    return Timeline(table, meta)
