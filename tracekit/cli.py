@@ -130,10 +130,13 @@ def summary(
 @one_line_errors
 def convert(
     trace: TraceArg,
-    output: Annotated[Path, typer.Option("-o", "--output", help="out.parquet or out.arrow")],
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="out.parquet, out.arrow or out.pftrace")
+    ],
     format: FormatOpt = None,
 ) -> None:
-    """Save the normalized timeline as Parquet or Arrow IPC (metadata preserved)."""
+    """Save the normalized timeline as Parquet, Arrow IPC (metadata preserved) or a Perfetto
+    trace (.pftrace, opens in ui.perfetto.dev)."""
     if output.resolve() == trace.resolve():
         raise TraceError(f"{output}: refusing to overwrite the input trace; choose another name")
     check_output(output)  # before reading a large trace

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 from tracekit.errors import TraceError
 
 SCHEMA_VERSION = 1
+PERFETTO_SUFFIXES = (".pftrace", ".perfetto-trace")
 META_KEY = b"tracekit"
 
 KINDS = ("kernel", "memcpy", "memset", "comm", "sync", "api", "range", "op", "marker")
@@ -97,9 +98,10 @@ def check_output(path: str | Path) -> Path:
     """Refuse (TraceError) an output name :meth:`Timeline.save` cannot write; return it."""
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix not in (".parquet", ".arrow", ".feather", ".ipc"):
+    if suffix not in (".parquet", ".arrow", ".feather", ".ipc", *PERFETTO_SUFFIXES):
         raise TraceError(
             f"{path}: unknown output type '{suffix}'; use a .parquet or .arrow file name"
+            " (.pftrace for the Perfetto UI)"
         )
     if not path.parent.is_dir():
         raise TraceError(f"{path}: folder {path.parent} does not exist; create it first")
@@ -162,10 +164,15 @@ class Timeline:
         return problems
 
     def save(self, path: str | Path) -> Path:
-        """Write the timeline to Parquet (``.parquet``) or Arrow IPC (``.arrow``/``.feather``)."""
+        """Write the timeline to Parquet (``.parquet``), Arrow IPC (``.arrow``/``.feather``)
+        or a Perfetto trace (``.pftrace``/``.perfetto-trace``, for ui.perfetto.dev)."""
         path = check_output(path)
         try:
-            if path.suffix.lower() == ".parquet":
+            if path.suffix.lower() in PERFETTO_SUFFIXES:
+                from tracekit.parsers.perfetto.write import write_pftrace
+
+                write_pftrace(self, path)
+            elif path.suffix.lower() == ".parquet":
                 pq.write_table(self.events, path, compression="zstd")
             else:
                 feather.write_feather(self.events, path, compression="zstd")

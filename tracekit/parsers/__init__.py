@@ -25,13 +25,14 @@ class Parser:
 
 def registry() -> list[Parser]:
     """All built-in parsers, most specific first."""
-    from tracekit.parsers import kineto, nsys, rocpd, rocprof, rocprof_legacy, saved
+    from tracekit.parsers import kineto, nsys, perfetto, rocpd, rocprof, rocprof_legacy, saved
 
     return [
         nsys.SQLITE,
         rocpd.ROCPD,
         *rocprof_legacy.PARSERS,
         nsys.REPORT,
+        perfetto.PERFETTO,
         rocprof.ROCPROFV3_JSON,
         rocprof.ROCPROFV3_CSV,
         kineto.KINETO,
