@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import shutil
 import subprocess
 import sys
@@ -31,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from fixtures.rocpd_writer import write_rocpd  # noqa: E402
 from fixtures.rocprof_csv_writer import write_rocprofv3_csv  # noqa: E402
-from fixtures.scenario import build_scenario  # noqa: E402
+from fixtures.scenario import build_scenario, tile_in_time  # noqa: E402
 
 BASE = {"steps": 16, "layers": 61, "fallback_kernel": True, "idle_bubble_ns": 150_000}
 TILE_GAP_NS = 5_000_000
@@ -72,21 +71,7 @@ print(json.dumps({
 
 def tiled_events(kernels: int) -> pl.DataFrame:
     """The base scenario repeated in time until it has at least ``kernels`` dispatches."""
-    base = build_scenario(**BASE).events
-    per_tile = base.filter(pl.col("kind").is_in(["kernel", "memset"])).height
-    tiles = math.ceil(kernels / per_tile)
-    span = int(base.select((pl.col("ts") + pl.col("dur")).max()).item()) + TILE_GAP_NS
-    corr_span = int(base["corr"].max()) + 1
-    tile = pl.DataFrame({"tile": pl.arange(0, tiles, eager=True, dtype=pl.Int64)})
-    return (
-        tile.join(base, how="cross")
-        .with_columns(
-            ts=pl.col("ts") + pl.col("tile") * span,
-            corr=pl.col("corr") + pl.col("tile") * corr_span,
-        )
-        .drop("tile")
-        .sort("ts", maintain_order=True)
-    )
+    return tile_in_time(build_scenario(**BASE).events, ("kernel", "memset"), kernels, TILE_GAP_NS)
 
 
 def _size_mb(path: Path) -> float:
