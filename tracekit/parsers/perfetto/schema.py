@@ -7,7 +7,9 @@ from typing import Any
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-SUFFIXES = (".pftrace", ".perfetto-trace")
+from tracekit.timeline import PERFETTO_SUFFIXES
+
+SUFFIXES = PERFETTO_SUFFIXES  # .pftrace, .perfetto-trace
 GZIP_SUFFIXES = tuple(s + ".gz" for s in SUFFIXES)
 VERSION = 1
 SEQUENCE = 1  # trusted_packet_sequence_id of everything tracekit writes
