@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,15 @@ def real_files(vendor: str, *patterns: str) -> list[pytest.param]:
 def sha256(path: Path) -> str:
     """Digest of a file, to prove that tracekit never changes its input."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def sql_rows(path: Path, query: str) -> list[tuple]:
+    """Rows of a query on a SQLite file opened strictly read-only: the tests' ground truth."""
+    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        return con.execute(query).fetchall()
+    finally:
+        con.close()
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

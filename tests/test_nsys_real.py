@@ -6,31 +6,22 @@ Ground truth is plain SQL over the same file.
 from __future__ import annotations
 
 import re
-import sqlite3
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 import tracekit
-from tests.conftest import real_files, real_root, sha256
+from tests.conftest import real_files, real_root, sha256, sql_rows
 
 SQLITE_FILES = real_files("nvidia", "*/*.sqlite")
 
 
-def _sql(path: Path, query: str) -> list[tuple]:
-    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-    try:
-        return con.execute(query).fetchall()
-    finally:
-        con.close()
-
-
 def _count(path: Path, table: str, where: str = "1") -> int:
-    tables = {r[0] for r in _sql(path, "SELECT name FROM sqlite_master WHERE type='table'")}
+    tables = {r[0] for r in sql_rows(path, "SELECT name FROM sqlite_master WHERE type='table'")}
     if table not in tables:
         return 0
-    return _sql(path, f"SELECT count(*) FROM {table} WHERE {where}")[0][0]
+    return sql_rows(path, f"SELECT count(*) FROM {table} WHERE {where}")[0][0]
 
 
 def _kind(tl: tracekit.Timeline, kind: str) -> pl.DataFrame:
@@ -48,7 +39,7 @@ def test_counts_equal_sql(path: Path) -> None:
     assert _kind(tl, "memset").height == _count(path, "CUPTI_ACTIVITY_KIND_MEMSET")
     assert _kind(tl, "sync").height == _count(path, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")
     # Runtime rows de-duplicated: one per (thread, correlation id) in every sample here.
-    runtime = _sql(
+    runtime = sql_rows(
         path,
         "SELECT count(*) FROM (SELECT DISTINCT globalTid, correlationId"
         " FROM CUPTI_ACTIVITY_KIND_RUNTIME)",
@@ -65,11 +56,11 @@ def test_counts_equal_sql(path: Path) -> None:
 def test_kernel_time_names_and_streams_equal_sql(path: Path) -> None:
     tl = tracekit.load(path)
     kernels = _kind(tl, "kernel")
-    total = _sql(path, 'SELECT sum("end" - start) FROM CUPTI_ACTIVITY_KIND_KERNEL')[0][0]
+    total = sql_rows(path, 'SELECT sum("end" - start) FROM CUPTI_ACTIVITY_KIND_KERNEL')[0][0]
     assert kernels["dur"].sum() == total
     per_stream = dict(
         ((d, s), n)
-        for d, s, n in _sql(
+        for d, s, n in sql_rows(
             path,
             "SELECT deviceId, streamId, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 1, 2",
         )
@@ -78,7 +69,7 @@ def test_kernel_time_names_and_streams_equal_sql(path: Path) -> None:
     assert got == per_stream
     names = {
         r[0]
-        for r in _sql(
+        for r in sql_rows(
             path,
             "SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k"
             " JOIN StringIds s ON s.id = k.demangledName",
@@ -90,9 +81,9 @@ def test_kernel_time_names_and_streams_equal_sql(path: Path) -> None:
 @pytest.mark.parametrize("path", SQLITE_FILES)
 def test_devices_and_origin_equal_target_info(path: Path) -> None:
     tl = tracekit.load(path)
-    gpus = _sql(path, "SELECT id, name, smCount FROM TARGET_INFO_GPU ORDER BY id")
+    gpus = sql_rows(path, "SELECT id, name, smCount FROM TARGET_INFO_GPU ORDER BY id")
     assert [(d["index"], d["name"], d["cores"]) for d in tl.meta["devices"]] == gpus
-    origin = _sql(path, "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME")[0][0]
+    origin = sql_rows(path, "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME")[0][0]
     assert tl.meta["origin_ns"] == origin
 
 

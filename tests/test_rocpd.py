@@ -14,21 +14,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.conftest import real_files, sha256
+from tests.conftest import real_files, sha256, sql_rows
 from tracekit.errors import TraceError
 from tracekit.load import Probe
 from tracekit.parsers.rocpd import ROCPD
 from tracekit.timeline import Timeline
 
 SAMPLES = real_files("amd", "rocpd_db_*/*.db")
-
-
-def _sql(path: Path, query: str) -> list[tuple]:
-    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-    try:
-        return con.execute(query).fetchall()
-    finally:
-        con.close()
 
 
 def _kind(tl: Timeline, kind: str) -> pl.DataFrame:
@@ -53,13 +45,13 @@ def test_counts_and_categories_equal_sql(path: Path) -> None:
     assert tl.meta["format"] == "rocpd" and tl.meta["producer"]["schema_version"] == "3"
     kernels = _kind(tl, "kernel")
     api = _kind(tl, "api")
-    assert kernels.height == _sql(path, "SELECT count(*) FROM kernels")[0][0] == 151
-    assert api.height == _sql(path, "SELECT count(*) FROM regions")[0][0] == 629
-    categories = dict(_sql(path, "SELECT category, count(*) FROM regions GROUP BY 1"))
+    assert kernels.height == sql_rows(path, "SELECT count(*) FROM kernels")[0][0] == 151
+    assert api.height == sql_rows(path, "SELECT count(*) FROM regions")[0][0] == 629
+    categories = dict(sql_rows(path, "SELECT category, count(*) FROM regions GROUP BY 1"))
     assert categories == {"HIP_COMPILER_API_EXT": 304, "HIP_RUNTIME_API_EXT": 325}
     got = api.select(pl.col("args").str.json_path_match("$.category")).to_series().value_counts()
     assert dict(got.rows()) == categories
-    assert _kind(tl, "memcpy").height == _sql(path, "SELECT count(*) FROM memory_copies")[0][0]
+    assert _kind(tl, "memcpy").height == sql_rows(path, "SELECT count(*) FROM memory_copies")[0][0]
     assert tl.meta["origin_ns"] is None and tl.meta["clock"]["domain"] == "CLOCK_BOOTTIME"
     assert sha256(path) == before
 
@@ -67,13 +59,13 @@ def test_counts_and_categories_equal_sql(path: Path) -> None:
 @pytest.mark.parametrize("path", SAMPLES)
 def test_launches_join_their_kernels(path: Path) -> None:
     """corr = the internal correlation (stack_id): 150 hipLaunchKernel <-> kernel pairs."""
-    pairs = _sql(
+    pairs = sql_rows(
         path,
         "SELECT r.start, k.start FROM regions r JOIN kernels k ON r.stack_id = k.stack_id"
         " WHERE r.name = 'hipLaunchKernel'",
     )
     assert len(pairs) == 150
-    assert _sql(path, "SELECT count(*) FROM regions WHERE corr_id != 0")[0][0] == 0
+    assert sql_rows(path, "SELECT count(*) FROM regions WHERE corr_id != 0")[0][0] == 0
     tl = ROCPD.parse(path)
     zero = tl.meta["clock"]["zero_ns"]
     launches = _kind(tl, "api").filter(pl.col("name") == "hipLaunchKernel")
@@ -88,10 +80,10 @@ def test_kernel_rows_equal_sql(path: Path) -> None:
     tl = ROCPD.parse(path)
     zero = tl.meta["clock"]["zero_ns"]
     kernels = _kind(tl, "kernel")
-    per_name = dict(_sql(path, 'SELECT name, sum("end" - start) FROM kernels GROUP BY name'))
+    per_name = dict(sql_rows(path, 'SELECT name, sum("end" - start) FROM kernels GROUP BY name'))
     got = dict(kernels.group_by("name").agg(pl.col("dur").sum()).rows())
     assert got == per_name
-    rows = _sql(
+    rows = sql_rows(
         path,
         "SELECT start, agent_type_index, queue_id, stream_id, grid_x, grid_y, grid_z,"
         " workgroup_x, lds_size, scratch_size, vgpr_count, sgpr_count FROM kernels",
@@ -113,7 +105,7 @@ def test_kernel_rows_equal_sql(path: Path) -> None:
 @pytest.mark.parametrize("path", SAMPLES)
 def test_agents_become_devices(path: Path) -> None:
     tl = ROCPD.parse(path)
-    gpus = _sql(
+    gpus = sql_rows(
         path,
         "SELECT type_index, product_name, absolute_index FROM rocpd_info_agent"
         " WHERE type = 'GPU' ORDER BY type_index",
@@ -199,7 +191,7 @@ def test_markers_copies_and_external_ids(path: Path, tmp_path: Path) -> None:
         con.execute(f"INSERT OR IGNORE INTO rocpd_string{s} (string) VALUES (?)", (text,))
         query = f"SELECT id FROM rocpd_string{s} WHERE string = ?"
         strings[text] = con.execute(query, (text,)).fetchone()[0]
-    start = _sql(path, "SELECT min(start) FROM regions")[0][0]
+    start = sql_rows(path, "SELECT min(start) FROM regions")[0][0]
     ev = []
     for category, stack, ext, extdata in (
         ("MARKER_CORE_RANGE_API", 9001, 0, '{"message": "decode step 1"}'),
@@ -213,7 +205,7 @@ def test_markers_copies_and_external_ids(path: Path, tmp_path: Path) -> None:
             (strings[category], stack, ext, extdata),
         )
         ev.append(cur.lastrowid)
-    nid = _sql(path, "SELECT id FROM rocpd_info_node")[0][0]
+    nid = sql_rows(path, "SELECT id FROM rocpd_info_node")[0][0]
     con.execute(
         f"INSERT INTO rocpd_region{s} (nid, pid, tid, start, end, name_id, event_id)"
         " VALUES (?, 28, 28, ?, ?, ?, ?)",

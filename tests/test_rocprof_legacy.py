@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.conftest import real_files, sha256
+from tests.conftest import real_files, sha256, sql_rows
 from tracekit.errors import TraceError
 from tracekit.load import Probe
 from tracekit.parsers import kineto
@@ -49,14 +49,6 @@ def _kinds(tl: Timeline, *kinds: str) -> pl.DataFrame:
     return df.filter(pl.col("kind").is_in(kinds))
 
 
-def _sql(path: Path, query: str) -> list[tuple]:
-    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-    try:
-        return con.execute(query).fetchall()
-    finally:
-        con.close()
-
-
 def _stats(path: Path) -> dict[str, tuple[int, int]]:
     with path.open(newline="") as fh:
         return {r["Name"]: (int(r["Calls"]), int(r["TotalDurationNs"])) for r in csv.DictReader(fh)}
@@ -75,9 +67,9 @@ def test_counts_equal_manifest_and_sql(folder: Path, reader: str) -> None:
     assert tl.validate() == [] and tl.meta["warnings"] == []
     api, copies, kernels = MANIFEST[folder.name]
     db = folder / "results.db"
-    assert _kinds(tl, "api").height == api == _sql(db, "SELECT count(*) FROM HIP")[0][0]
-    assert _kinds(tl, "memcpy").height == copies == _sql(db, "SELECT count(*) FROM COPY")[0][0]
-    assert _kinds(tl, "kernel").height == kernels == _sql(db, "SELECT count(*) FROM OPS")[0][0]
+    assert _kinds(tl, "api").height == api == sql_rows(db, "SELECT count(*) FROM HIP")[0][0]
+    assert _kinds(tl, "memcpy").height == copies == sql_rows(db, "SELECT count(*) FROM COPY")[0][0]
+    assert _kinds(tl, "kernel").height == kernels == sql_rows(db, "SELECT count(*) FROM OPS")[0][0]
     assert tl.meta["format"] == ("rocprof-v1-json" if reader == "json" else "rocprof-v1-db")
     assert tl.meta["origin_ns"] is None and tl.meta["clock"]["domain"] == "HSA system clock"
     assert {p.name: sha256(p) for p in folder.iterdir()} == before
@@ -96,7 +88,7 @@ def test_totals_equal_the_stats_files(folder: Path, reader: str) -> None:
 @pytest.mark.parametrize("folder", FOLDERS)
 def test_api_links_equal_the_db_index(folder: Path, reader: str) -> None:
     """Every copy and kernel joins the HIP call that rocprof's Index column names."""
-    want = sorted(_sql(
+    want = sorted(sql_rows(
         folder / "results.db",
         'SELECT d.BeginNs, h.BeginNs FROM (SELECT "Index", BeginNs FROM COPY UNION ALL'
         ' SELECT "Index", BeginNs FROM OPS) d JOIN HIP h ON h."Index" = d."Index"',
@@ -147,7 +139,7 @@ def test_devices_from_rocminfo(folder: Path) -> None:
         tl = _load(folder, reader)
         got = [(d["node_id"], d["name"], d["cores"]) for d in tl.meta["devices"]]
         assert got == gpus and [d["index"] for d in tl.meta["devices"]] == list(range(len(gpus)))
-        dev_ids = {r[0] for r in _sql(folder / "results.db", 'SELECT "dev-id" FROM OPS')}
+        dev_ids = {r[0] for r in sql_rows(folder / "results.db", 'SELECT "dev-id" FROM OPS')}
         node_to_index = {node: i for i, (node, _, _) in enumerate(gpus)}
         assert set(_kinds(tl, "kernel")["device"]) == {node_to_index[n] for n in dev_ids}
 
