@@ -107,7 +107,7 @@ def build(kernels: int, api_args: bool) -> list[tuple[str, Path, str, str, dict]
         figures["rocpd"] = {"write (s)": time.perf_counter() - t0, "cpu": time.process_time() - c0}
     return [
         ("rocprofv3 CSV", csv_dir, "tracekit.parsers.rocprof", "ROCPROFV3_CSV", figures["csv"]),
-        ("rocpd", db, "tracekit.parsers.rocpd", "ROCPD", figures["rocpd"]),
+        ("rocpd", db, "tracekit.parsers.rocprof.rocpd", "ROCPD", figures["rocpd"]),
     ]
 
 

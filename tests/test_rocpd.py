@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import real_files, sha256, sql_rows
 from tracekit.errors import TraceError
 from tracekit.load import Probe
-from tracekit.parsers.rocpd import ROCPD
+from tracekit.parsers.rocprof.rocpd import ROCPD
 from tracekit.timeline import Timeline
 
 SAMPLES = real_files("amd", "rocpd_db_*/*.db")

@@ -426,7 +426,7 @@ def test_csv_variants_round_trip(tmp_path: Path, variant: dict) -> None:
 
 @pytest.mark.parametrize("knobs", KNOBS, ids=lambda k: ",".join(k) or "default")
 def test_rocpd_round_trip_equals_scenario(tmp_path: Path, knobs: dict) -> None:
-    rocpd = pytest.importorskip("tracekit.parsers.rocpd")
+    rocpd = pytest.importorskip("tracekit.parsers.rocprof.rocpd")
     from tracekit.load import Probe
 
     events = build_scenario(**knobs).events
@@ -439,7 +439,7 @@ def test_rocpd_round_trip_equals_scenario(tmp_path: Path, knobs: dict) -> None:
 
 def test_rocpd_roctx_ranges_and_marks_round_trip(tmp_path: Path) -> None:
     """Range names come from the event's ``{"message": …}``; marks from ``rocpd_sample``."""
-    rocpd = pytest.importorskip("tracekit.parsers.rocpd")
+    rocpd = pytest.importorskip("tracekit.parsers.rocprof.rocpd")
     events = _with_marks(build_scenario(steps=2, layers=1).events)
     timeline = rocpd.ROCPD.parse(write_rocpd(events, tmp_path / "m.db"))
     assert timeline.meta["warnings"] == []

@@ -20,13 +20,13 @@ from tests.conftest import real_files, sha256, sql_rows
 from tracekit.errors import TraceError
 from tracekit.load import Probe
 from tracekit.parsers import kineto
-from tracekit.parsers.rocpd import ROCPD
-from tracekit.parsers.rocprof_legacy import (
+from tracekit.parsers.rocprof.legacy import (
     ROCPROF_V1_CSV,
     ROCPROF_V1_DB,
     ROCPROF_V1_DIR,
     ROCPROF_V1_JSON,
 )
+from tracekit.parsers.rocprof.rocpd import ROCPD
 from tracekit.timeline import Timeline
 
 FOLDERS = real_files("amd", "rocprof_v1_*")

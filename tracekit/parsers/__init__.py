@@ -25,12 +25,12 @@ class Parser:
 
 def registry() -> list[Parser]:
     """All built-in parsers, most specific first."""
-    from tracekit.parsers import kineto, nsys, perfetto, rocpd, rocprof, rocprof_legacy, saved
+    from tracekit.parsers import kineto, nsys, perfetto, rocprof, saved
 
     return [
         nsys.SQLITE,
-        rocpd.ROCPD,
-        *rocprof_legacy.PARSERS,
+        rocprof.ROCPD,
+        *rocprof.LEGACY_PARSERS,
         nsys.REPORT,
         perfetto.PERFETTO,
         rocprof.ROCPROFV3_JSON,

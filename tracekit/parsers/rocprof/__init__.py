@@ -1,13 +1,18 @@
-"""AMD rocprofv3 (rocprofiler-sdk) outputs: ``--output-format csv`` sets and ``json`` files.
+"""The AMD rocprof family: every output shape of ROCm's profilers, one parser each.
 
-- rocprofv3 CSV: a folder or any one ``*_kernel_trace.csv`` / ``*_hip_api_trace.csv`` …;
-  siblings are found by their shared file-name prefix (see :mod:`.files` for the folder rule).
-- rocprofv3 JSON: ``*_results.json`` (or ``.json.gz``), buffer records resolved through
-  ``strings``, ``kernel_symbols`` and ``agents``.
+- rocprofv3 CSV (:mod:`.v3_csv`): a folder or any one ``*_kernel_trace.csv`` /
+  ``*_hip_api_trace.csv`` …; siblings are found by their shared file-name prefix (see
+  :mod:`.files` for the folder rule).
+- rocprofv3 JSON (:mod:`.v3_json`): ``*_results.json`` (or ``.json.gz``), buffer records
+  resolved through ``strings``, ``kernel_symbols`` and ``agents``.
+- rocpd SQLite, schema 3 (:mod:`.rocpd`, :mod:`.rocpd_tables`, :mod:`.rocpd_info`).
+- legacy rocprof v1/v2 (:mod:`.legacy` and ``legacy_*``): ``results.db``, ``results.json``,
+  ``results.csv`` and their folders.
 
-Timestamps are CLOCK_BOOTTIME ns: ts is relative to the earliest row, ``meta["clock"]`` is
-``{"domain": "CLOCK_BOOTTIME", "zero_ns": <boot-clock ns at ts 0>}`` and ``origin_ns`` stays
-None (the output gives no epoch).
+Shared helpers: :mod:`.common` (durations, time origin, metadata, API row kinds) and
+:mod:`.args` (args JSON built column-wise). rocprofiler-sdk timestamps are CLOCK_BOOTTIME
+ns: ts is relative to the earliest row, ``meta["clock"]`` is ``{"domain": "CLOCK_BOOTTIME",
+"zero_ns": <boot-clock ns at ts 0>}`` and ``origin_ns`` stays None (no epoch is given).
 """
 
 from __future__ import annotations
@@ -18,9 +23,12 @@ from tracekit.load import Probe
 from tracekit.parsers import Parser
 from tracekit.parsers.rocprof import v3_csv, v3_json
 from tracekit.parsers.rocprof.files import sniff_csv_path
+from tracekit.parsers.rocprof.legacy import PARSERS as LEGACY_PARSERS
+from tracekit.parsers.rocprof.rocpd import ROCPD
 
 _GZIP = b"\x1f\x8b"
 JSON_KEY = b'"rocprofiler-sdk-tool"'
+__all__ = ["LEGACY_PARSERS", "ROCPD", "ROCPROFV3_CSV", "ROCPROFV3_JSON"]
 
 
 def sniff_csv(probe: Probe) -> bool:

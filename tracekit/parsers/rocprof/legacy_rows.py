@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from tracekit.parsers.assemble import Part, assemble
 from tracekit.parsers.names import NamePool
-from tracekit.parsers.rocm_shared import STR, Field, clamp, json_args, rebase
+from tracekit.parsers.rocprof.args import STR, Field, clamp, json_args, rebase
 from tracekit.timeline import Timeline
 
 CLOCK = "HSA system clock"

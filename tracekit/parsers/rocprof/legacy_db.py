@@ -13,7 +13,7 @@ import polars as pl
 
 from tracekit.errors import TraceError
 from tracekit.parsers._sqlite import SqliteSource
-from tracekit.parsers.rocprof_legacy_rows import HSA_CORR_OFFSET, Frames
+from tracekit.parsers.rocprof.legacy_rows import HSA_CORR_OFFSET, Frames
 
 TABLES = ("HIP", "HSA", "OPS", "COPY", "KERN", "rocTX")
 _API = {"BeginNs": "begin", "EndNs": "end", "pid": "pid", "tid": "tid", "Name": "name",

@@ -24,10 +24,10 @@ from typing import Any
 from tracekit.errors import TraceError
 from tracekit.load import Probe
 from tracekit.parsers import Parser, Progress
-from tracekit.parsers import rocprof_legacy_csv as csv_reader
-from tracekit.parsers import rocprof_legacy_db as db_reader
-from tracekit.parsers import rocprof_legacy_json as json_reader
-from tracekit.parsers.rocprof_legacy_rows import (
+from tracekit.parsers.rocprof import legacy_csv as csv_reader
+from tracekit.parsers.rocprof import legacy_db as db_reader
+from tracekit.parsers.rocprof import legacy_json as json_reader
+from tracekit.parsers.rocprof.legacy_rows import (
     Agent,
     agents_from_other_data,
     agents_from_rocminfo,

@@ -12,8 +12,8 @@ from tracekit.errors import TraceError
 from tracekit.parsers._sqlite import SqliteSource
 from tracekit.parsers.assemble import Part
 from tracekit.parsers.names import NamePool
-from tracekit.parsers.rocm_shared import INT, INTS, STR, Field, clamp, json_args
-from tracekit.parsers.rocpd_info import (
+from tracekit.parsers.rocprof.args import INT, INTS, STR, Field, clamp, json_args
+from tracekit.parsers.rocprof.rocpd_info import (
     AGENT_COLUMNS,
     category_group,
     correlation,

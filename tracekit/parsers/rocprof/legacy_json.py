@@ -21,7 +21,7 @@ import msgspec
 import polars as pl
 
 from tracekit.errors import TraceError
-from tracekit.parsers.rocprof_legacy_rows import Frames
+from tracekit.parsers.rocprof.legacy_rows import Frames
 
 Val = str | int | float | None
 EXT_LANE, COPY_LANE, HIP_LANE, HSA_LANE, GPU_LANE, BARRIER_LANE = 0, 1, 2, 3, 6, 518

@@ -17,7 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from tracekit.errors import TraceError
-from tracekit.parsers.rocprof_legacy_rows import Frames
+from tracekit.parsers.rocprof.legacy_rows import Frames
 
 V1_HEAD, V2_HEAD = b"Index,KernelName,", b"Dispatch_ID,GPU_ID,"
 _V1 = {"Index": "dispatch", "KernelName": "name", "gpu-id": "gpu", "queue-id": "queue",

@@ -28,8 +28,8 @@ from tracekit.parsers import Parser, Progress
 from tracekit.parsers._sqlite import SqliteSource
 from tracekit.parsers.assemble import Part, assemble
 from tracekit.parsers.names import NamePool
-from tracekit.parsers.rocm_shared import rebase
-from tracekit.parsers.rocpd_tables import SetReader, TableSet
+from tracekit.parsers.rocprof.args import rebase
+from tracekit.parsers.rocprof.rocpd_tables import SetReader, TableSet
 from tracekit.timeline import Timeline, empty_meta
 
 SUPPORTED_SCHEMA = "3"
