@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 import pytest
 
 from tests.conftest import real_files, real_root, sha256
@@ -549,26 +550,43 @@ def test_json_sniff_leaves_kineto_samples_alone(path: Path) -> None:
 
 
 def test_args_written_per_pattern_equal_every_row(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tracekit.parsers.rocprof import common
+    from tracekit.parsers.rocprof import args as amd_args
+    from tracekit.parsers.rocprof.args import INT, STR, Field, json_args
 
     n = 60_000
     frame = pl.DataFrame({
         "x": [i % 7 for i in range(n)], "y": [None if i % 11 == 0 else 1 for i in range(n)],
-        "s": [i % 3 for i in range(n)],
+        "s": [i % 3 for i in range(n)], "t": [f"q\"{i % 5}é" for i in range(n)],
+        "o": [i if i % 13 == 0 else None for i in range(n)],
     })  # fmt: skip
-    fields = [("grid", ("x", "y")), ("stream", "s")]
-    direct = frame.select(common.args_expr(fields)).to_series()
-    assert common.args_json(frame, fields).equals(direct)
-    assert json.loads(direct[0]) == {"grid": [0, None], "stream": 0}
+    fields = [Field("grid", ("x", "y"), INT, True), Field("stream", "s", INT, True),
+              Field("text", "t", STR, True), Field("opt", "o")]  # fmt: skip
+
+    def every_row(df: pl.DataFrame, *fs: Field, split: int | None = None) -> pa.Array:
+        with monkeypatch.context() as m:
+            m.setattr(amd_args, "_PATTERN_MIN_ROWS", n + 1)
+            return json_args(df, *fs, split=split)
+
+    direct = every_row(frame, *fields)
+    assert json_args(frame, *fields).equals(direct)
+    assert json.loads(direct[0].as_py()) == {"grid": [0, None], "stream": 0, "text": 'q"0é',
+                                             "opt": 0}  # fmt: skip
+    assert json.loads(direct[1].as_py()) == {"grid": [1, 1], "stream": 1, "text": 'q"1é'}
     # one piece repeats, the other is distinct per row: written in two pieces
     wide = frame.with_columns(d=pl.int_range(n))
-    for split_fields in ([*fields, ("id", "d")], [("id", "d"), *fields]):
-        every_row = wide.select(common.args_expr(split_fields)).to_series()
+    for split_fields in ([*fields[:3], Field("id", "d", INT, True)],
+                         [Field("id", "d", INT, True), *fields[:3]]):  # fmt: skip
         for split in (1, 2):
-            assert common.args_json(wide, split_fields, split).equals(every_row)
+            want = every_row(wide, *split_fields, split=split)
+            assert json_args(wide, *split_fields, split=split).equals(want)
+    # one required column: written once per distinct value
+    one = json_args(frame, Field("text", "t", STR, True))
+    assert one.to_pylist()[:2] == ['{"text":"q\\"0é"}', '{"text":"q\\"1é"}']
+    # only optional fields: rows without any are null
+    assert json_args(frame.head(2), Field("opt", "o")).to_pylist() == ['{"opt":0}', None]
     # every row hashed alike (a collision): the check notices and every row is written
-    monkeypatch.setattr(common, "pattern_keys", lambda v: pl.DataFrame({"h": [1] * v.height}))
-    assert common.args_json(frame, fields).equals(direct)
+    monkeypatch.setattr(amd_args, "_hashes", lambda v: pl.Series("h", [1] * v.height))
+    assert json_args(frame, *fields).equals(direct)
 
 
 def test_json_kernel_without_symbol_keeps_row(tmp_path: Path) -> None:

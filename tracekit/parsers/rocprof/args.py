@@ -1,61 +1,76 @@
-"""Helpers shared by the AMD parsers of this family (rocpd, legacy rocprof v1/v2).
+"""The ``args`` JSON of the AMD readers, built column-wise with polars: one compact object per
+row, no Python per row.
 
-Compact args JSON built column-wise with polars, duration clamping with counted warnings,
-and the move of a ROCm clock onto ts 0 = the first event.
+A :class:`Field` names one key. Required fields are written in every row (``null`` when the
+value is missing) and, since trace rows repeat a handful of launch shapes, rendered once per
+distinct row pattern and gathered; optional fields are left out of the rows where they are
+null (and skipped altogether when no row has them).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
 
-INT, STR, INTS = "int", "str", "ints"
+INT, STR = "int", "str"
+_PATTERN_MIN_ROWS = 20_000  # below this, writing every row's args is as quick
 _FEW_TEXTS = 50_000  # below this many distinct texts, escape each once in Python
-_DEDUP_ROWS = 100_000  # from this many rows on, render repeated args combinations once
+
+Column = str | pl.Expr
 
 
 @dataclass(frozen=True)
 class Field:
-    """One args key: ``kind`` is :data:`INT`, :data:`STR` or :data:`INTS` (a list of
-    integer expressions written as an array). A ``required`` field is always written
-    (``null`` when missing); an optional one is left out of rows where it is null."""
+    """One args key. ``expr`` is a column name or expression, or a tuple of integer ones
+    written as a JSON array; ``kind`` is :data:`INT` (written as a number) or :data:`STR`
+    (a JSON string). A ``required`` field is always written, ``null`` when missing; an
+    optional one is left out of rows where it is null."""
 
     key: str
-    expr: Any
+    expr: Column | tuple[Column, ...]
     kind: str = INT
     required: bool = False
 
+    @property
+    def array(self) -> bool:
+        return isinstance(self.expr, tuple)
 
-def json_args(df: pl.DataFrame, *fields: Field) -> pa.Array:
+    def exprs(self) -> list[pl.Expr]:
+        items = self.expr if isinstance(self.expr, tuple) else (self.expr,)
+        return [pl.col(e) if isinstance(e, str) else e for e in items]
+
+
+def json_args(df: pl.DataFrame, *fields: Field, split: int | None = None) -> pa.Array:
     """A compact JSON object per row of ``df``; null where a row has nothing to say.
 
-    Required fields go through one ``pl.format`` — once per distinct combination of their
-    values when rows repeat a lot (kernel launch shapes do); optional ones are skipped
-    altogether when no row has them, else appended per row.
+    With ``split``, the required fields before and after that index are two pieces that are
+    each rendered per pattern or per row (e.g. kernel registers repeat while grid sizes may
+    not); without it the required fields go as one piece.
     """
     required = [f for f in fields if f.required]
     optional = [f for f in fields if not f.required]
-    present: tuple[Any, ...] = ()
     if optional and df.height:
-        checks = [_first(f).is_not_null().any().alias(str(i)) for i, f in enumerate(optional)]
+        checks = [f.exprs()[0].is_not_null().any().alias(str(i)) for i, f in enumerate(optional)]
         present = df.select(checks).row(0)
-    optional = [f for f, has in zip(optional, present) if has]
-    pieces: list[pl.Expr] = []
+        optional = [f for f, has in zip(optional, present) if has]
+    else:
+        optional = []
+    closing = "" if optional else "}"
     if required:
-        pieces.append(pl.lit(_required_text(df, required)))
+        head = _required_text(df, required, split, closing)
+        if not optional:
+            return head.to_arrow()
+    pieces: list[pl.Expr] = []
     for f in optional:
-        value = _array(f) if f.kind == INTS else _values(df, f, null=None)[0]
-        pieces.append(pl.concat_str([pl.lit(f',"{f.key}":'), value]).fill_null(""))
+        pieces.append(pl.concat_str([pl.lit(f',"{f.key}":'), _value(df, f, None)]).fill_null(""))
     if not pieces:
         return pa.nulls(df.height, pa.string())
     if required:
-        out = df.select(pl.concat_str([*pieces, pl.lit("}")])).to_series()
+        out = df.select(pl.concat_str([pl.lit(head), *pieces, pl.lit("}")])).to_series()
     else:
         body = df.select(pl.concat_str(pieces)).to_series()
         out = pl.select(
@@ -64,61 +79,9 @@ def json_args(df: pl.DataFrame, *fields: Field) -> pa.Array:
     return out.to_arrow()
 
 
-def _required_text(df: pl.DataFrame, required: list[Field]) -> pl.Series:
-    """``{"key":value,...`` (no closing brace) of the required fields, per row."""
-    raw = [e for f in required for e in (f.expr if f.kind == INTS else [f.expr])]
-    keys = df.select(e.alias(f"_k{i}") for i, e in enumerate(raw))
-    local, i = [], 0
-    for f in required:
-        width = len(f.expr) if f.kind == INTS else 1
-        cols = [pl.col(f"_k{j}") for j in range(i, i + width)]
-        local.append(Field(f.key, cols if f.kind == INTS else cols[0], f.kind, True))
-        i += width
-    template = "{{" + ",".join(f'"{f.key}":{_slots(f)}' for f in local)
-
-    def render(frame: pl.DataFrame) -> pl.Series:
-        values = [v for f in local for v in _values(frame, f, null="null")]
-        return frame.select(pl.format(template, *values)).to_series()
-
-    if df.height >= _DEDUP_ROWS:
-        hashes = keys.select(pl.struct(pl.all()).hash()).to_series()
-        distinct = keys.with_columns(_h=hashes).unique(subset="_h", keep="first")
-        if distinct.height * 8 <= df.height and distinct.height == keys.n_unique():
-            text = render(distinct)  # no hash collision: as many hashes as distinct rows
-            return hashes.replace_strict(distinct["_h"], text, return_dtype=pl.String)
-    return render(keys)
-
-
-def _first(f: Field) -> pl.Expr:
-    return f.expr[0] if f.kind == INTS else f.expr
-
-
-def _slots(f: Field) -> str:
-    return "[" + ",".join("{}" for _ in f.expr) + "]" if f.kind == INTS else "{}"
-
-
-def _values(df: pl.DataFrame, f: Field, null: str | None) -> list[pl.Expr]:
-    if f.kind == INTS:
-        return [_int_text(e, null) for e in f.expr]
-    if f.kind == STR:
-        return [_json_text(df, f.expr, null)]
-    return [_int_text(f.expr, null)]
-
-
-def _array(f: Field) -> pl.Expr:
-    parts: list[pl.Expr] = []
-    for i, item in enumerate(f.expr):
-        parts += [pl.lit("," if i else "["), _int_text(item, "null")]
-    return pl.concat_str([*parts, pl.lit("]")])
-
-
-def _int_text(expr: pl.Expr, null: str | None) -> pl.Expr:
-    text = expr.cast(pl.Int64).cast(pl.String)
-    return text if null is None else text.fill_null(null)
-
-
-def _json_text(df: pl.DataFrame, expr: pl.Expr, null: str | None) -> pl.Expr:
-    """``expr`` as a JSON string literal; few distinct texts are escaped once each."""
+def json_text(df: pl.DataFrame, expr: pl.Expr, null: str | None) -> pl.Expr:
+    """``expr`` as a JSON string literal (``null`` for null); few distinct texts are escaped
+    once each in Python, many through polars' JSON encoder."""
     distinct = df.select(expr.cast(pl.String).unique()).to_series()
     if len(distinct) <= _FEW_TEXTS:
         texts = [t for t in distinct.to_list() if t is not None]
@@ -134,36 +97,103 @@ def _json_text(df: pl.DataFrame, expr: pl.Expr, null: str | None) -> pl.Expr:
     return value if null is None else value.fill_null(null)
 
 
-def clamp(start: Any, end: Any, label: str, warnings: list[str]) -> pa.Array:
-    """``end - start`` as int64, negative spans read as 0 with a counted warning."""
-    s = _int64(start)
-    e = _int64(end)
-    dur = e - s
-    negative = int((dur < 0).sum())
-    if negative:
-        warnings.append(f"{negative} {label} rows end before they start; read as 0 ns")
-    return pa.array(np.maximum(dur, 0))
+def blank_as_null(column: str) -> pl.Expr:
+    """A text column with empty strings read as missing (CSV quoting styles differ there)."""
+    return pl.when(pl.col(column) != "").then(pl.col(column))
 
 
-def rebase(table: pa.Table, meta: dict[str, Any], domain: str) -> pa.Table:
-    """Shift ts so that 0 is the first event; record the clock and its zero in ``meta``.
-
-    ``origin_ns`` stays None: ROCm clocks (CLOCK_BOOTTIME, the HSA system clock) are not
-    an epoch. ``meta["clock"]`` says which clock ts counts on and its value at ts 0.
-    """
-    if not table.num_rows:
-        meta["clock"] = {"domain": domain, "zero_ns": None}
-        return table
-    first = pc.min(table.column("ts")).as_py()
-    meta["clock"] = {"domain": domain, "zero_ns": first}
-    return table.set_column(0, "ts", pc.subtract(table.column("ts"), first))
+def _value(df: pl.DataFrame, f: Field, null: str | None) -> pl.Expr:
+    """The JSON text of one field's value (an array for a tuple of expressions)."""
+    if f.kind == STR:
+        return json_text(df, f.exprs()[0], null)
+    if not f.array:
+        return _int_text(f.exprs()[0], null)
+    parts: list[pl.Expr] = []
+    for i, e in enumerate(f.exprs()):
+        parts += [pl.lit("," if i else "["), _int_text(e, "null")]
+    return pl.concat_str([*parts, pl.lit("]")])
 
 
-def _int64(values: Any) -> np.ndarray:
-    if isinstance(values, pl.Series):
-        return values.cast(pl.Int64).fill_null(0).to_numpy()
-    if isinstance(values, np.ndarray):
-        return values.astype(np.int64, copy=False)
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks else pa.array([], pa.int64())
-    return values.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+def _int_text(expr: pl.Expr, null: str | None) -> pl.Expr:
+    text = expr.cast(pl.Int64).cast(pl.String)
+    return text if null is None else text.fill_null(null)
+
+
+def _local(df: pl.DataFrame, fields: Sequence[Field]) -> tuple[pl.DataFrame, list[Field]]:
+    """The fields' values as plain columns ``_k0``, ``_k1`` … and fields that name them."""
+    exprs = [e for f in fields for e in f.exprs()]
+    values = df.select(e.alias(f"_k{i}") for i, e in enumerate(exprs))
+    local, i = [], 0
+    for f in fields:
+        names = tuple(f"_k{j}" for j in range(i, i + len(f.exprs())))
+        local.append(Field(f.key, names if f.array else names[0], f.kind, True))
+        i += len(names)
+    return values, local
+
+
+def _render(frame: pl.DataFrame, fields: Sequence[Field], opening: str, closing: str) -> pl.Series:
+    """Every row's text of ``fields``: ``opening`` + ``"key":value`` pairs + ``closing``."""
+    parts: list[pl.Expr] = []
+    for i, f in enumerate(fields):
+        key = ("," if i else opening) + json.dumps(f.key) + ":"
+        parts += [pl.lit(key), _value(frame, f, "null")]
+    parts.append(pl.lit(closing))
+    return frame.select(pl.concat_str(parts).alias("args")).to_series()
+
+
+def _required_text(
+    df: pl.DataFrame, fields: list[Field], split: int | None, closing: str
+) -> pl.Series:
+    values, local = _local(df, fields)
+    if df.height < _PATTERN_MIN_ROWS:
+        return _render(values, local, "{", closing)
+    if split is None or not 0 < split < len(local) or _repetitive(values):
+        return _piece(values, local, "{", closing)
+    first = sum(len(f.exprs()) for f in local[:split])
+    head = _piece(values.select(values.columns[:first]), local[:split], "{", "")
+    tail = _piece(values.select(values.columns[first:]), local[split:], ",", closing)
+    return pl.select(pl.concat_str([head, tail])).to_series().alias("args")
+
+
+def _repetitive(values: pl.DataFrame) -> bool:
+    """Whether the first rows repeat (few distinct value patterns)."""
+    sample = values.head(_PATTERN_MIN_ROWS)
+    return _hashes(sample).n_unique() * 4 <= sample.height
+
+
+def _piece(values: pl.DataFrame, fields: list[Field], opening: str, closing: str) -> pl.Series:
+    """The text of ``fields``, rendered once per distinct value (one column), once per
+    distinct row pattern (rows repeat), or row by row."""
+    if values.width == 1:
+        distinct = values.unique()
+        if distinct.height * 4 <= values.height:
+            text = _render(distinct, fields, opening, closing)
+            column = values.columns[0]
+            return values[column].replace_strict(distinct[column], text, return_dtype=pl.String)
+    elif _repetitive(values):
+        text = _by_pattern(values, fields, opening, closing)
+        if text is not None:
+            return text
+    return _render(values, fields, opening, closing)
+
+
+def _hashes(values: pl.DataFrame) -> pl.Series:
+    return values.select(pl.struct(values.columns).hash().alias("h")).to_series()
+
+
+def _by_pattern(
+    values: pl.DataFrame, fields: list[Field], opening: str, closing: str
+) -> pl.Series | None:
+    """Texts written once per distinct row and gathered; None when rows are mostly distinct
+    or two patterns share a hash (verified column by column)."""
+    keys = _hashes(values).to_frame()
+    firsts = keys.with_row_index("i").group_by("h").agg(pl.col("i").first())
+    if firsts.height * 4 > values.height:
+        return None
+    firsts = firsts.with_row_index("code")
+    codes = keys.join(firsts.select("h", "code"), on="h", how="left", maintain_order="left")
+    code = codes["code"]
+    reps = values[firsts["i"]]
+    if not values.equals(reps[code]):  # a hash collision: two patterns share a key
+        return None
+    return _render(reps, fields, opening, closing)[code]

@@ -1,22 +1,20 @@
-"""Pieces shared by the rocprofv3 CSV and JSON readers: kinds of API rows, durations,
-args JSON built column-wise, the time origin and the metadata skeleton."""
+"""Helpers shared by every AMD reader of this package (rocprofv3 CSV/JSON, rocpd, legacy
+rocprof): kinds of API rows, durations clamped with counted warnings, name pooling, the
+move of a ROCm clock onto ts 0 = the first event, and the metadata skeleton."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from tracekit.parsers.assemble import Part
 from tracekit.parsers.names import NamePool
 from tracekit.timeline import empty_meta
 
 CLOCK = "CLOCK_BOOTTIME"
-_PATTERN_MIN_ROWS = 20_000  # below this, writing every row's args is as quick
 PRODUCER = "rocprofv3 (rocprofiler-sdk)"
 
 # Marker domains whose rows are user annotations (the Function column holds the message)
@@ -42,118 +40,18 @@ def api_kinds(domain: pl.Series, name: pl.Series, start: np.ndarray, end: np.nda
     return codes
 
 
-def durations(start: np.ndarray, end: pl.Series, label: str, warnings: list[str]) -> np.ndarray:
-    """``end - start`` in ns; a missing end reads as 0, a negative one is clamped to 0."""
-    missing = end.is_null().to_numpy()
-    stop = end.fill_null(0).to_numpy()
-    dur = np.where(missing, 0, stop - start)
-    negative = int((dur < 0).sum())
-    if missing.any():
-        warnings.append(f"{int(missing.sum())} {label} rows without an end; read as 0 ns")
-    if negative:
-        warnings.append(f"{negative} {label} rows end before they start; clamped to 0 ns")
+def durations(start: Any, end: Any, label: str, warnings: list[str]) -> np.ndarray:
+    """``end - start`` in ns (int64); a missing end reads as 0, a negative span is clamped to
+    0, and both are counted in ``warnings``. Numpy, polars or Arrow columns."""
+    begin = _int64(start, 0)
+    stop = _int64(end, np.iinfo(np.int64).min)
+    missing = stop == np.iinfo(np.int64).min
+    dur = np.where(missing, begin, stop) - begin
+    if lost := int(missing.sum()):
+        warnings.append(f"{lost} {label} rows without an end; read as 0 ns")
+    if negative := int((dur < 0).sum()):
+        warnings.append(f"{negative} {label} rows end before they start; read as 0 ns")
     return np.maximum(dur, 0)
-
-
-def json_text(values: pl.Series) -> pl.Series:
-    """Each value as a JSON string literal (``null`` for null or empty), via unique values."""
-    uniques = values.unique().drop_nulls().to_list()
-    mapping = {u: json.dumps(u) if u != "" else "null" for u in uniques}
-    return values.replace_strict(mapping, default="null", return_dtype=pl.String)
-
-
-def domain_args(domain: pl.Series) -> pl.Series:
-    """``{"domain": …}`` per row, written once per distinct domain."""
-    uniques = domain.unique().drop_nulls().to_list()
-    mapping = {u: json.dumps({"domain": u}, separators=(",", ":")) for u in uniques}
-    return domain.replace_strict(mapping, default='{"domain":null}', return_dtype=pl.String)
-
-
-Fields = Sequence[tuple[str, str | Sequence[str]]]
-
-
-def args_expr(fields: Fields, opening: str = "{", closing: str = "}") -> pl.Expr:
-    """A compact JSON object per row: ``fields`` maps keys to one column or a list of columns.
-
-    Integer columns are written as numbers; string columns must already be JSON text (see
-    :func:`json_text`). Null values become ``null``. One ``concat_str``, no per-row Python.
-    ``opening``/``closing`` let a caller write an object in pieces.
-    """
-    parts: list[pl.Expr] = []
-    text = opening
-    for i, (key, cols) in enumerate(fields):
-        text += ("," if i else "") + json.dumps(key) + ":"
-        group = [cols] if isinstance(cols, str) else list(cols)
-        if not isinstance(cols, str):
-            text += "["
-        for j, col in enumerate(group):
-            if j:
-                text += ","
-            parts.append(pl.lit(text))
-            parts.append(pl.col(col).cast(pl.String).fill_null("null"))
-            text = ""
-        if not isinstance(cols, str):
-            text += "]"
-    parts.append(pl.lit(text + closing))
-    return pl.concat_str(parts).alias("args")
-
-
-def _columns(fields: Fields) -> list[str]:
-    return list(dict.fromkeys(c for _, cs in fields for c in ([cs] if isinstance(cs, str) else cs)))
-
-
-def _repetitive(frame: pl.DataFrame, fields: Fields) -> bool:
-    """Whether the first rows repeat (few distinct value patterns) in these fields."""
-    sample = frame.select(_columns(fields)).head(_PATTERN_MIN_ROWS)
-    return pattern_keys(sample)["h"].n_unique() * 4 <= sample.height
-
-
-def _by_pattern(frame: pl.DataFrame, expr: pl.Expr, cols: list[str]) -> pl.Series | None:
-    """``expr`` written once per distinct row of ``cols`` and gathered; None when the rows
-    are mostly distinct or two patterns share a hash (verified column by column)."""
-    values = frame.select(cols)
-    keys = pattern_keys(values)
-    firsts = keys.with_row_index("i").group_by("h").agg(pl.col("i").first())
-    if firsts.height * 4 > frame.height:
-        return None
-    firsts = firsts.with_row_index("code")
-    codes = keys.join(firsts.select("h", "code"), on="h", how="left", maintain_order="left")
-    codes_s = codes["code"]
-    reps = values[firsts["i"]]
-    if not values.equals(reps[codes_s]):  # a hash collision: two patterns share a key
-        return None
-    return reps.select(expr).to_series()[codes_s]
-
-
-def _piece(frame: pl.DataFrame, fields: Fields, opening: str, closing: str) -> pl.Series:
-    expr = args_expr(fields, opening, closing)
-    if _repetitive(frame, fields):
-        text = _by_pattern(frame, expr, _columns(fields))
-        if text is not None:
-            return text
-    return frame.select(expr).to_series()
-
-
-def args_json(frame: pl.DataFrame, fields: Fields, split: int | None = None) -> pl.Series:
-    """:func:`args_expr` evaluated on a frame, once per distinct row pattern where rows repeat.
-
-    Rows of a trace repeat a handful of (grid, block, registers …) patterns, so the JSON is
-    written for one representative row per pattern (grouped by a hash of the columns) and
-    gathered. With ``split``, the fields before and after it are two pieces that each go
-    this way or row by row (e.g. kernel registers repeat while grid sizes may not).
-    """
-    if frame.height < _PATTERN_MIN_ROWS:
-        return frame.select(args_expr(fields)).to_series()
-    if split is None or _repetitive(frame, fields):
-        return _piece(frame, fields, "{", "}")
-    head = _piece(frame, fields[:split], "{", "")
-    tail = _piece(frame, fields[split:], ",", "}")
-    return pl.select(pl.concat_str([head, tail])).to_series().alias("args")
-
-
-def pattern_keys(values: pl.DataFrame) -> pl.DataFrame:
-    """One 64-bit hash per row (column ``h``); equal rows get equal keys."""
-    return values.select(pl.struct(values.columns).hash().alias("h"))
 
 
 def pool_names(pool: NamePool, values: pl.Series) -> np.ndarray:
@@ -170,19 +68,23 @@ def pool_names(pool: NamePool, values: pl.Series) -> np.ndarray:
     return np.where(arr.indices.is_null().to_numpy(zero_copy_only=False), -1, codes[indices])
 
 
-def rebase(parts: list[Part]) -> int | None:
-    """Shift every part's ts so that the earliest row is at 0; return the shift (ns)."""
-    starts = [int(np.min(p.ts)) for p in parts if len(p)]
-    if not starts:
-        return None
-    origin = min(starts)
-    for part in parts:
-        part.ts = np.asarray(part.ts, dtype=np.int64) - origin
-    return origin
+def rebase(table: pa.Table, meta: dict[str, Any], domain: str = CLOCK) -> pa.Table:
+    """Shift ts so that 0 is the first event; record the clock and its zero in ``meta``.
+
+    ``origin_ns`` stays None: ROCm clocks (CLOCK_BOOTTIME, the HSA system clock) are not
+    an epoch. ``meta["clock"]`` is ``{"domain": …, "zero_ns": <clock value at ts 0>}``.
+    """
+    meta["origin_ns"] = None
+    if not table.num_rows:
+        meta["clock"] = {"domain": domain, "zero_ns": None}
+        return table
+    first = pc.min(table.column("ts")).as_py()
+    meta["clock"] = {"domain": domain, "zero_ns": first}
+    return table.set_column(0, "ts", pc.subtract(table.column("ts"), first))
 
 
 def base_meta(fmt: str, source: str, producer: dict[str, Any]) -> dict[str, Any]:
-    """Metadata skeleton: rocprofiler times are CLOCK_BOOTTIME ns, so no epoch origin."""
+    """Metadata skeleton of a rocprofiler-sdk output (``producer`` adds to its entry)."""
     meta = empty_meta()
     meta["format"] = fmt
     meta["source"] = source
@@ -190,8 +92,12 @@ def base_meta(fmt: str, source: str, producer: dict[str, Any]) -> dict[str, Any]
     return meta
 
 
-def finish_meta(meta: dict[str, Any], origin: int | None) -> None:
-    """Record the clock ts counts on and its value at ts 0 (the trace gives no epoch), in the
-    shape the other ROCm readers use: ``{"domain": "CLOCK_BOOTTIME", "zero_ns": …}``."""
-    meta["clock"] = {"domain": CLOCK, "zero_ns": origin}
-    meta["origin_ns"] = None
+def _int64(values: Any, fill: int) -> np.ndarray:
+    """A column as int64 numpy, nulls replaced by ``fill``."""
+    if isinstance(values, np.ndarray):
+        return values.astype(np.int64, copy=False)
+    if isinstance(values, pl.Series):
+        return values.cast(pl.Int64).fill_null(fill).to_numpy()
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks else pa.array([], pa.int64())
+    return values.cast(pa.int64()).fill_null(fill).to_numpy(zero_copy_only=False)

@@ -18,7 +18,8 @@ import pyarrow as pa
 
 from tracekit.parsers.assemble import Part, assemble
 from tracekit.parsers.names import NamePool
-from tracekit.parsers.rocprof.args import STR, Field, clamp, json_args, rebase
+from tracekit.parsers.rocprof.args import STR, Field, json_args
+from tracekit.parsers.rocprof.common import durations, rebase
 from tracekit.timeline import Timeline
 
 CLOCK = "HSA system clock"
@@ -157,7 +158,7 @@ def build(frames: Frames, meta: dict[str, Any], node_to_gpu: dict[int, int]) -> 
         columns = {"device": -1, "rank": 0, "pid": api["pid"].to_arrow(),
                    "tid": api["tid"].to_arrow(), "corr": api["corr"].to_arrow(),
                    "args": args}  # fmt: skip
-        dur = clamp(api["begin"], api["end"], "API", warnings)
+        dur = durations(api["begin"], api["end"], "API", warnings)
         name = pool.from_strings(api["name"].to_arrow())
         parts.append(Part("api", api["begin"].to_arrow(), dur, name, None, columns))
     parts += _device_parts(conform(frames.device, DEVICE_COLUMNS), pool, node_to_gpu, warnings)
@@ -206,7 +207,7 @@ def _device_parts(df: pl.DataFrame, pool: NamePool, node_to_gpu: dict[int, int],
         columns = {"device": sel["device"].to_arrow(), "stream": sel["queue"].to_arrow(),
                    "rank": 0, "pid": sel["pid"].to_arrow(), "corr": sel["corr"].to_arrow(),
                    "args": args}  # fmt: skip
-        dur = clamp(sel["begin"], sel["end"], kind_name, warnings)
+        dur = durations(sel["begin"], sel["end"], kind_name, warnings)
         name = pool.from_strings(sel["name"].to_arrow())
         parts.append(Part(kind_name, sel["begin"].to_arrow(), dur, name, engine, columns))
     return parts
@@ -224,7 +225,7 @@ def _marker_parts(df: pl.DataFrame, pool: NamePool, warnings: list[str]) -> list
         if kind == "marker":
             dur: Any = pa.array(np.zeros(sel.height, dtype=np.int64))
         else:
-            dur = clamp(sel["begin"], sel["end"], "roctx range", warnings)
+            dur = durations(sel["begin"], sel["end"], "roctx range", warnings)
         columns = {"device": -1, "rank": 0, "pid": sel["pid"].to_arrow(),
                    "tid": sel["tid"].to_arrow()}  # fmt: skip
         name = pool.from_strings(sel["name"].to_arrow())

@@ -28,12 +28,11 @@ from tracekit.parsers import Parser, Progress
 from tracekit.parsers._sqlite import SqliteSource
 from tracekit.parsers.assemble import Part, assemble
 from tracekit.parsers.names import NamePool
-from tracekit.parsers.rocprof.args import rebase
+from tracekit.parsers.rocprof.common import base_meta, rebase
 from tracekit.parsers.rocprof.rocpd_tables import SetReader, TableSet
-from tracekit.timeline import Timeline, empty_meta
+from tracekit.timeline import Timeline
 
 SUPPORTED_SCHEMA = "3"
-CLOCK = "CLOCK_BOOTTIME"
 _STRING, _META = "rocpd_string", "rocpd_metadata"
 
 
@@ -65,13 +64,9 @@ def parse(path: Path, progress: Progress | None = None) -> Timeline:
             raise TraceError(
                 f"{path}: SQLite file has no rocpd tables; pass a rocprofv3 rocpd file"
             )
-        meta = empty_meta()
-        meta.update(format="rocpd", source=path.name)
+        meta = base_meta("rocpd", path.name, {"schema_version": None})
         versions = [_schema_version(db, s, path, meta["warnings"]) for s in sets]
-        meta["producer"] = {
-            "name": "rocprofv3 (rocprofiler-sdk)", "version": None,
-            "schema_version": next((v for v in versions if v), None),
-        }  # fmt: skip
+        meta["producer"]["schema_version"] = next((v for v in versions if v), None)
         readers = [SetReader(db, s, k, meta["warnings"]) for k, s in enumerate(sets)]
         pool = NamePool(*_pool_ids(readers))
         parts: list[Part] = []
@@ -91,7 +86,7 @@ def parse(path: Path, progress: Progress | None = None) -> Timeline:
         meta["devices"] = [d for r in readers for d in r.devices]
         meta["processes"] = [p for r in readers for p in r.processes]
         note("assembling")
-        table = rebase(assemble(parts, pool), meta, CLOCK)
+        table = rebase(assemble(parts, pool), meta)
         meta["warnings"].extend(w for w in db.warnings if w not in meta["warnings"])
         return Timeline(table, meta)
     finally:

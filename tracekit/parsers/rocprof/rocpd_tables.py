@@ -12,7 +12,8 @@ from tracekit.errors import TraceError
 from tracekit.parsers._sqlite import SqliteSource
 from tracekit.parsers.assemble import Part
 from tracekit.parsers.names import NamePool
-from tracekit.parsers.rocprof.args import INT, INTS, STR, Field, clamp, json_args
+from tracekit.parsers.rocprof.args import INT, STR, Field, json_args
+from tracekit.parsers.rocprof.common import durations
 from tracekit.parsers.rocprof.rocpd_info import (
     AGENT_COLUMNS,
     category_group,
@@ -182,8 +183,8 @@ class SetReader:
         df = df.with_columns(region=pl.when(region != "").then(region))
         args = json_args(
             df,
-            Field("grid", [pl.col(f"grid_size_{a}") for a in "xyz"], INTS, True),
-            Field("workgroup", [pl.col(f"workgroup_size_{a}") for a in "xyz"], INTS, True),
+            Field("grid", tuple(f"grid_size_{a}" for a in "xyz"), INT, True),
+            Field("workgroup", tuple(f"workgroup_size_{a}" for a in "xyz"), INT, True),
             Field("lds", pl.col("group_segment_size"), INT, True),
             Field("scratch", pl.col("private_segment_size"), INT, True),
             Field("vgpr", pl.col("arch_vgpr_count"), INT, True),
@@ -204,7 +205,7 @@ class SetReader:
             "corr": correlation(df),
             "args": args,
         }
-        dur = clamp(df["start"], df["end"], "kernel", self.warnings)
+        dur = durations(df["start"], df["end"], "kernel", self.warnings)
         return [Part("kernel", df["start"].to_arrow(), dur, name, "sm", columns)]
 
     def regions(self) -> list[Part]:
@@ -225,7 +226,7 @@ class SetReader:
             if kind == "marker":
                 dur: Any = pa.array(np.zeros(sel.height, dtype=np.int64))
             else:
-                dur = clamp(sel["start"], sel["end"], f"{kind} region", self.warnings)
+                dur = durations(sel["start"], sel["end"], f"{kind} region", self.warnings)
             name = self._names(sel, "name_id")
             self._count_unnamed(name, "region")
             columns = {
@@ -342,7 +343,7 @@ class SetReader:
             "device": df["device"].to_arrow(), "stream": df["queue_id"].to_arrow(), "rank": 0,
             "pid": self._map(df["pid"], self.pid_of), "corr": correlation(df), "args": args,
         }  # fmt: skip
-        dur = clamp(df["start"], df["end"], "memory copy", self.warnings)
+        dur = durations(df["start"], df["end"], "memory copy", self.warnings)
         return [Part("memcpy", df["start"].to_arrow(), dur, name, "copy", columns)]
 
     def note_unread(self) -> None:

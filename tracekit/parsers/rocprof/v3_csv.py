@@ -20,6 +20,7 @@ from tracekit.parsers.assemble import Part, assemble
 from tracekit.parsers.names import NamePool
 from tracekit.parsers.rocprof import common
 from tracekit.parsers.rocprof.agents import AgentTable, read_agent_info
+from tracekit.parsers.rocprof.args import INT, STR, Field, blank_as_null, json_args
 from tracekit.parsers.rocprof.files import LABELS, CsvSet, check_columns, discover, read_header
 from tracekit.timeline import Timeline
 
@@ -29,7 +30,7 @@ _INT = {"Queue_Id", "Stream_Id", "Thread_Id", "Process_Id", "Dispatch_Id", "Kern
         "VGPR_Count", "Accum_VGPR_Count", "SGPR_Count", "Workgroup_Size_X", "Workgroup_Size_Y",
         "Workgroup_Size_Z", "Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z", "Workgroup_Size",
         "Grid_Size", "Allocation_Size", "Bytes", "Size", "Copy_Size"}  # fmt: skip
-# kernel args; grid sizes last: they vary most (see common.args_json's split)
+# kernel args; grid sizes last: they vary most (see args.json_args's split)
 _KERNEL_ARGS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("block", ("Workgroup_Size_X", "Workgroup_Size_Y", "Workgroup_Size_Z")),
     ("block", ("Workgroup_Size",)),
@@ -124,11 +125,10 @@ class CsvReader:
         if frame is None:
             return []
         start, dur = self._base(frame, "kernel")
-        fields, seen = [], set()
+        fields: list[Field] = []
         for key, cols in _KERNEL_ARGS:
-            if key not in seen and all(c in frame.columns for c in cols):
-                fields.append((key, cols[0] if len(cols) == 1 else cols))
-                seen.add(key)
+            if key not in {f.key for f in fields} and all(c in frame.columns for c in cols):
+                fields.append(Field(key, cols[0] if len(cols) == 1 else cols, INT, True))
         columns = {
             "device": self.agents.map_labels(frame["Agent_Id"]).to_arrow(),
             "stream": frame["Queue_Id"].to_arrow(),
@@ -153,19 +153,16 @@ class CsvReader:
         device = pl.select(
             pl.when(from_device).then(src.fill_null(dst)).otherwise(dst.fill_null(src))
         ).to_series()
-        frame = frame.with_columns(
-            src=common.json_text(frame["Source_Agent_Id"]),
-            dst=common.json_text(frame["Destination_Agent_Id"]),
-        )
-        fields: list[tuple[str, Any]] = [("src_agent", "src"), ("dst_agent", "dst")]
+        fields = [Field("src_agent", blank_as_null("Source_Agent_Id"), STR, True),
+                  Field("dst_agent", blank_as_null("Destination_Agent_Id"), STR, True)]  # fmt: skip
         size = next((c for c in _BYTES_COLUMNS if c in frame.columns), None)
         if size:
-            fields.append(("bytes", size))
+            fields.append(Field("bytes", size, INT, True))
         if "Stream_Id" in frame.columns:
-            fields.append(("hip_stream", "Stream_Id"))
+            fields.append(Field("hip_stream", "Stream_Id", INT, True))
         columns = {"device": device.to_arrow(), "rank": 0,
                    "corr": self._opt(frame, "Correlation_Id"),
-                   "args": common.args_json(frame, fields).to_arrow()}  # fmt: skip
+                   "args": json_args(frame, *fields)}  # fmt: skip
         return [Part("memcpy", start, dur, self._names(frame["Direction"]), "copy", columns)]
 
     def _host_ops(self, path: Path, role: str, extra: tuple[tuple[str, str], ...]) -> list[Part]:
@@ -176,19 +173,18 @@ class CsvReader:
         if frame is None:
             return []
         start, dur = self._base(frame, LABELS[role].replace(" trace", ""))
-        fields: list[tuple[str, Any]] = []
+        fields: list[Field] = []
         if "Agent_Id" in frame.columns:
-            frame = frame.with_columns(agent=common.json_text(frame["Agent_Id"]))
-            fields.append(("agent", "agent"))
+            fields.append(Field("agent", blank_as_null("Agent_Id"), STR, True))
             if self.agents.known:  # without agent info a label's device would be a guess
                 frame = frame.with_columns(gpu=self.agents.map_labels(frame["Agent_Id"]))
-                fields.append(("device", "gpu"))
+                fields.append(Field("device", "gpu", INT, True))
         for key, col in extra:
-            if col in frame.columns:
-                if col not in _INT:
-                    frame = frame.with_columns(common.json_text(frame[col]).alias(col))
-                fields.append((key, col))
-        args = common.args_json(frame, fields).to_arrow() if fields else None
+            if col in _INT and col in frame.columns:
+                fields.append(Field(key, col, INT, True))
+            elif col in frame.columns:
+                fields.append(Field(key, blank_as_null(col), STR, True))
+        args = json_args(frame, *fields) if fields else None
         columns = {"device": -1, "rank": 0, "tid": self._opt(frame, "Thread_Id"),
                    "corr": self._opt(frame, "Correlation_Id"), "args": args}  # fmt: skip
         return [Part("api", start, dur, self._names(frame["Operation"]), None, columns)]
@@ -208,7 +204,7 @@ class CsvReader:
         start, dur = self._base(frame, "API")
         end = frame["End_Timestamp"].fill_null(-1).to_numpy()
         kinds = common.api_kinds(frame["Domain"], frame["Function"], start, end)
-        args = common.domain_args(frame["Domain"]).to_arrow()
+        args = json_args(frame, Field("domain", "Domain", STR, True))
         names = self._names(frame["Function"])
         parts = []
         for code, kind in enumerate(common.API_KINDS):
@@ -233,11 +229,11 @@ class CsvReader:
         return parts
 
 
-def _kernel_args(frame: pl.DataFrame, fields: list[tuple[str, Any]]) -> Any:
+def _kernel_args(frame: pl.DataFrame, fields: list[Field]) -> Any:
     if not fields:
         return None
-    split = len(fields) - 1 if fields[-1][0] == "grid" and len(fields) > 1 else None
-    return common.args_json(frame, fields, split).to_arrow()
+    split = len(fields) - 1 if fields[-1].key == "grid" and len(fields) > 1 else None
+    return json_args(frame, *fields, split=split)
 
 
 def parse(path: Path, progress: Progress | None = None) -> Timeline:
@@ -262,11 +258,9 @@ def parse(path: Path, progress: Progress | None = None) -> Timeline:
             f"{path}: rocprofv3 CSV files hold no rows ({names}); rocprofv3 writes a file only"
             " when it has records, so these were cut short: profile again"
         )
-    origin = common.rebase(parts)
     note("assembling")
-    table = assemble(parts, reader.pool)
     meta = common.base_meta("rocprofv3-csv", path.name, {})
-    common.finish_meta(meta, origin)
+    table = common.rebase(assemble(parts, reader.pool), meta)
     used = set(table.column("device").drop_null().unique().to_pylist()) - {-1}
     meta["devices"] = agents.devices(used)
     meta["files"] = [p.name for p in (*found.trace_files, *agent_files)]

@@ -23,6 +23,7 @@ from tracekit.parsers.kineto.decode import read_bytes
 from tracekit.parsers.names import NamePool
 from tracekit.parsers.rocprof import common
 from tracekit.parsers.rocprof.agents import Agent, AgentTable
+from tracekit.parsers.rocprof.args import INT, STR, Field, blank_as_null, json_args
 from tracekit.parsers.rocprof.json_records import Process, Root, Tool, columns_of
 from tracekit.timeline import Timeline
 
@@ -145,19 +146,15 @@ class ProcessReader:
             **{k: v for k, v in cols.items() if k.startswith(("grid", "block"))},
             "lds": cols["lds"], "scratch": cols["scratch"], **regs, "hip_stream": cols["stream"],
         })  # fmt: skip
-        fields: list[tuple[str, Any]] = [
-            ("block", ("block_x", "block_y", "block_z")),
-            ("lds", "lds"),
-            ("scratch", "scratch"),
-            ("vgpr", "vgpr"),
-            ("accum_vgpr", "accum_vgpr"),
-            ("sgpr", "sgpr"),
-            ("hip_stream", "hip_stream"),
-            ("grid", ("grid_x", "grid_y", "grid_z")),
-        ]
+        fields = [
+            Field("block", ("block_x", "block_y", "block_z"), INT, True),
+            *(Field(k, k, INT, True) for k in ("lds", "scratch", "vgpr", "accum_vgpr", "sgpr",
+                                               "hip_stream")),
+            Field("grid", ("grid_x", "grid_y", "grid_z"), INT, True),
+        ]  # fmt: skip
         columns = {"device": self._device(cols["agent"]).to_arrow(), "stream": cols["queue"],
                    "rank": 0, "pid": self.pid, "corr": cols["corr"],
-                   "args": common.args_json(frame, fields, split=7).to_arrow()}  # fmt: skip
+                   "args": json_args(frame, *fields, split=7)}  # fmt: skip
         return [Part("kernel", start, dur, name, "sm", columns)]
 
     def memcpy(self) -> list[Part]:
@@ -169,10 +166,10 @@ class ProcessReader:
         device = pl.select(src.fill_null(dst)).to_series()  # the GPU end of the copy
         frame = pl.DataFrame({"src": src, "dst": dst, "bytes": cols["bytes"],
                               "hip_stream": cols["stream"]})  # fmt: skip
-        fields = [("src_device", "src"), ("dst_device", "dst"), ("bytes", "bytes"),
-                  ("hip_stream", "hip_stream")]  # fmt: skip
+        fields = [Field(k, c, INT, True) for k, c in (("src_device", "src"), ("dst_device", "dst"),
+                  ("bytes", "bytes"), ("hip_stream", "hip_stream"))]  # fmt: skip
         columns = {"device": device.to_arrow(), "rank": 0, "pid": self.pid, "corr": cols["corr"],
-                   "args": common.args_json(frame, fields).to_arrow()}  # fmt: skip
+                   "args": json_args(frame, *fields)}  # fmt: skip
         name = self._operation_names(cols["kind"], cols["op"], "memory copy")
         return [Part("memcpy", start, dur, name, "copy", columns)]
 
@@ -187,16 +184,15 @@ class ProcessReader:
             start, dur = self._base(cols, buffer.replace("_", " "))
             data = {"device": self._device(cols["agent"]), **{k: cols[k] for k in extra}}
             frame = pl.DataFrame(data)
-            if "address" in frame.columns:
-                frame = frame.with_columns(address=common.json_text(frame["address"]))
-            fields = [(k, k) for k in ("device", *extra)]
+            fields = [Field(k, blank_as_null(k), STR, True) if k == "address"
+                      else Field(k, k, INT, True) for k in ("device", *extra)]  # fmt: skip
             columns = {
                 "device": -1,
                 "rank": 0,
                 "pid": self.pid,
                 "tid": cols["tid"],
                 "corr": cols["corr"],
-                "args": common.args_json(frame, fields).to_arrow(),
+                "args": json_args(frame, *fields),
             }
             name = self._operation_names(cols["kind"], cols["op"], buffer.replace("_", " "))
             parts.append(Part("api", start, dur, name, None, columns))
@@ -224,7 +220,7 @@ class ProcessReader:
                 ).to_series()
             end = cols["end"].fill_null(-1).to_numpy()
             kinds = common.api_kinds(domain, op_name, start, end)
-            args = common.domain_args(domain).to_arrow()
+            args = json_args(domain.to_frame("domain"), Field("domain", "domain", STR, True))
             for code, kind in enumerate(common.API_KINDS):
                 sel = np.nonzero(kinds == code)[0]
                 if len(sel):
@@ -262,10 +258,8 @@ def parse(path: Path, progress: Progress | None = None) -> Timeline:
         parts += [*reader.kernels(), *reader.memcpy(), *reader.host_ops(), *reader.api()]
         if tool.metadata.config.kernel_rename:
             warnings.append("kernel_rename was on: kernels keep their symbol names")
-    origin = common.rebase(parts)
-    table = assemble(parts, pool)
     meta = common.base_meta("rocprofv3-json", path.name, {})
-    common.finish_meta(meta, origin)
+    table = common.rebase(assemble(parts, pool), meta)
     meta["devices"] = readers[0].agents.devices(set()) if readers else []
     meta["processes"] = [_process_meta(r.tool.metadata) for r in readers]
     meta["warnings"] = warnings
