@@ -108,13 +108,14 @@ def _texts(values: list[Any]) -> pa.Array:
         return pa.array([v if isinstance(v, str) or v is None else str(v) for v in values])
 
 
+_LIST_OR_NONE = {list, type(None)}
 _JSON_LIST_OR_NULL = re.compile(rb"\[[^\[\]]*\]|null")
 
 
 def _json_texts(values: list[Any]) -> pa.Array:
     """JSON text per value: flat lists like ``[8, 1, 1]`` are encoded as one array and split
     in C; anything else (leniently decoded values) is encoded one by one."""
-    if all(v is None or type(v) is list for v in values):
+    if set(map(type, values)) <= _LIST_OR_NONE:
         pieces = _JSON_LIST_OR_NULL.findall(msgspec.json.encode(values)[1:-1])
         if len(pieces) == len(values):
             texts = pa.array(pieces, pa.binary()).cast(pa.string())
@@ -156,6 +157,9 @@ def args_json(columns: dict[str, pa.Array], n: int) -> pa.Array:
     """Compact JSON objects of the given columns, leaving out null values per row."""
     if not columns:
         return pa.nulls(n, pa.string())
+    if len(columns) == 1:  # the common case (host rows: only "external_id"); null stays null
+        ((key, values),) = columns.items()
+        return pc.binary_join_element_wise(f'{{"{key}":', _json_text(key, values), "}", "")
     # Each pair carries its own leading comma and null pairs become "", so that no join sees
     # a null (pyarrow 26's null_handling="skip" drops rows whose inputs are all null).
     pairs = [
