@@ -6,6 +6,7 @@ import gzip
 import json
 from pathlib import Path
 
+import msgspec
 import polars as pl
 
 import tracekit
@@ -117,3 +118,35 @@ def test_unexpected_arg_types_are_read_leniently(tmp_path: Path) -> None:
     tl = tracekit.load(_write(tmp_path / "t.json", [event]))
     assert tl.df["corr"].to_list() == [3]
     assert tl.meta["warnings"] == ["unexpected value types in event args; read leniently"]
+
+
+def test_unknown_or_missing_phase_reads_leniently(tmp_path: Path) -> None:
+    flow = {"ph": "s", "cat": "ac2g", "id": 1, "pid": 0, "tid": 7, "ts": 1, "name": "ac2g"}
+    odd = {"ph": "Z", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 2, "dur": 1}
+    no_phase = {"cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 2, "dur": 1}
+    instant = {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1,
+               "ts": 4, "s": "t"}  # fmt: skip
+    events = [_kernel(0, 5), flow, odd, no_phase, instant, _kernel(10, 2, corr=2)]
+    tl = tracekit.load(_write(tmp_path / "t.json", events))
+    kinds = dict(tl.df.group_by(pl.col("kind").cast(pl.String)).len().rows())
+    assert kinds == {"kernel": 2, "marker": 1}  # the Z-phase and phase-less rows are skipped
+    assert tl.df.filter(pl.col("kind") == "kernel")["dur"].to_list() == [5000, 2000]
+
+
+def test_args_json_keeps_only_present_values(tmp_path: Path) -> None:
+    full = _kernel(0, 5, corr=1)
+    full["args"].update({"grid": [8, 1, 1], "block": [128, 1, 1], "registers per thread": 32,
+                         "est. achieved occupancy %": "nan", "Collective name": 'all"reduce',
+                         "dtype": "Float", "External id": 9})  # fmt: skip
+    bare = _kernel(10, 5, corr=2)  # no args beyond the ids
+    odd = _kernel(20, 5, corr=3)
+    odd["args"].update({"est. achieved occupancy %": 37.5, "grid": [1, 2, 3]})
+    tl = tracekit.load(_write(tmp_path / "t.json", [full, bare, odd]))
+    texts = tl.df.sort("ts")["args"].to_list()
+    args = [None if a is None else msgspec.json.decode(a) for a in texts]  # strict: no NaN
+    assert args == [
+        {"external_id": 9, "grid": [8, 1, 1], "block": [128, 1, 1], "registers": 32,
+         "collective": 'all"reduce', "dtype": "Float"},
+        None,
+        {"grid": [1, 2, 3], "occupancy": 37.5},
+    ]  # fmt: skip

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Union
 
 import msgspec
 import numpy as np
@@ -39,8 +39,8 @@ class Args(msgspec.Struct, gc=False):
     external_id_legacy: Int = msgspec.field(name="external id", default=None)
     device: Int = None
     stream: Int = None
-    grid: msgspec.Raw = NULL  # kept as JSON text: no list objects per kernel
-    block: msgspec.Raw = NULL
+    grid: list[int] | None = None  # not msgspec.Raw: a Raw would pin the whole input text
+    block: list[int] | None = None
     registers: Int = msgspec.field(name="registers per thread", default=None)
     shared_memory: Int = msgspec.field(name="shared memory", default=None)
     occupancy: Num = msgspec.field(name="est. achieved occupancy %", default=None)
@@ -58,11 +58,11 @@ class Args(msgspec.Struct, gc=False):
     wait_on_event_corr: Int = msgspec.field(name="wait_on_cuda_event_record_corr_id", default=None)
     event_id: Int = msgspec.field(name="wait_on_cuda_event_id", default=None)
     rank: Int = None
-    name: str | int | None = None  # metadata events: process/thread name
-    labels: str | None = None
 
 
-class Event(msgspec.Struct, gc=False):
+class PlainEvent(msgspec.Struct, gc=False):
+    """One trace event with ``ph`` as a field: the shape of the lenient fallback."""
+
     ph: str = ""
     cat: str | None = None
     name: str | None = None
@@ -71,6 +71,51 @@ class Event(msgspec.Struct, gc=False):
     pid: int | str | None = None
     tid: int | str | None = None
     args: Args | None = None
+
+
+class Event(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
+    """A complete event; the other phases are subclasses or field-less stand-ins.
+
+    Decoding a union tagged by ``ph`` lets msgspec skip every field of the events tracekit
+    does not keep (flows, metadata, counters) instead of building strings for them.
+    """
+
+    ph: ClassVar[str] = "X"
+    cat: str | None = None
+    name: str | None = None
+    ts: int | float | str | None = None
+    dur: int | float | str | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    args: Args | None = None
+
+
+class Ignored(msgspec.Struct, gc=False, tag_field="ph"):
+    """An event of a phase tracekit does not read; its attributes read as None."""
+
+    ph: ClassVar[str] = ""
+    cat: ClassVar[None] = None
+    name: ClassVar[None] = None
+    ts: ClassVar[None] = None
+    dur: ClassVar[None] = None
+    pid: ClassVar[None] = None
+    tid: ClassVar[None] = None
+    args: ClassVar[None] = None
+
+
+# The phases of the Chrome trace event format; an event with any other ``ph`` makes the
+# typed decode fail and the lenient one (``PlainEvent`` with ``Any`` fields) take over.
+KEPT_PHASES = ("i", "I", "R")
+IGNORED_PHASES = ("B", "E", "C", "b", "n", "e", "S", "T", "p", "F", "s", "t", "f", "P", "N",
+                  "O", "D", "M", "V", "v", "c", "(", ")")  # fmt: skip
+_PHASES = (
+    Event,
+    *(msgspec.defstruct(f"Phase{ord(p)}", [], bases=(Event,), tag=p, namespace={"ph": p})
+      for p in KEPT_PHASES),
+    *(msgspec.defstruct(f"Phase{ord(p)}", [], bases=(Ignored,), tag=p, namespace={"ph": p})
+      for p in IGNORED_PHASES),
+)  # fmt: skip
+AnyEvent = Union[_PHASES]  # noqa: UP007 - a runtime union of many struct types
 
 
 class DeviceProperties(msgspec.Struct, gc=False):
@@ -89,7 +134,7 @@ class DistributedInfo(msgspec.Struct, gc=False):
 
 
 class Trace(msgspec.Struct, gc=False):
-    traceEvents: list[Event] | None = None
+    traceEvents: list[AnyEvent] | None = None
     schemaVersion: int | None = None
     deviceProperties: list[DeviceProperties] | None = None
     distributedInfo: DistributedInfo | None = None
@@ -114,7 +159,7 @@ def _lenient(struct: type, **overrides: Any) -> Any:
 
 
 LenientArgs = _lenient(Args)
-LenientEvent = _lenient(Event, args=LenientArgs | None)
+LenientEvent = _lenient(PlainEvent, args=LenientArgs | None)
 LenientTrace = _lenient(Trace, traceEvents=list[LenientEvent] | None)
 
 
@@ -128,7 +173,7 @@ class _RawTrace(msgspec.Struct, gc=False):
 
 _DECODERS = {
     (False, False): msgspec.json.Decoder(Trace),
-    (False, True): msgspec.json.Decoder(list[Event]),
+    (False, True): msgspec.json.Decoder(list[AnyEvent]),
     (True, False): msgspec.json.Decoder(LenientTrace),
     (True, True): msgspec.json.Decoder(list[LenientEvent]),
 }

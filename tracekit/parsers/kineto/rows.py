@@ -10,12 +10,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import msgspec
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -46,6 +45,7 @@ CATEGORIES: dict[str, tuple[str, str | None, bool]] = {
 }
 LEGACY_CATEGORIES = ("Kernel", "Runtime", "Operator", "Memcpy", "Memset")
 INSTANT_PHASES = ("i", "I", "R")
+_INSTANT, _SKIP = "\0instant", "\0skip"  # group keys no category can collide with
 NONE_STREAMS = (-1, 4294967295)
 _NCCL = ("collective", "in_nelems", "out_nelems", "group_size", "dtype", "pg_name", "pg_desc",
          "pg_ranks")  # fmt: skip
@@ -108,15 +108,15 @@ def _texts(values: list[Any]) -> pa.Array:
         return pa.array([v if isinstance(v, str) or v is None else str(v) for v in values])
 
 
+_LIST_OR_NONE = {list, type(None)}
 _JSON_LIST_OR_NULL = re.compile(rb"\[[^\[\]]*\]|null")
 
 
 def _json_texts(values: list[Any]) -> pa.Array:
-    """JSON text per value: raw texts (flat lists like ``[8, 1, 1]``) are split out of one
-    encoded array in C; leniently decoded values are encoded one by one."""
-    if all(isinstance(v, msgspec.Raw) for v in values):
-        encoded = msgspec.json.encode(values)[1:-1]
-        pieces = _JSON_LIST_OR_NULL.findall(encoded)
+    """JSON text per value: flat lists like ``[8, 1, 1]`` are encoded as one array and split
+    in C; anything else (leniently decoded values) is encoded one by one."""
+    if set(map(type, values)) <= _LIST_OR_NONE:
+        pieces = _JSON_LIST_OR_NULL.findall(msgspec.json.encode(values)[1:-1])
         if len(pieces) == len(values):
             texts = pa.array(pieces, pa.binary()).cast(pa.string())
             return pc.if_else(pc.equal(texts, "null"), pa.scalar(None, pa.string()), texts)
@@ -127,6 +127,13 @@ def _json_texts(values: list[Any]) -> pa.Array:
     return pa.array(out, pa.string())
 
 
+def _take(items: list[Any], idx: np.ndarray) -> list[Any]:
+    """``items`` at positions ``idx``, gathered in C."""
+    if len(idx) == 1:
+        return [items[int(idx[0])]]
+    return list(itemgetter(*idx.tolist())(items)) if len(idx) else []
+
+
 def _without_sentinels(values: pa.Array) -> pa.Array:
     """Null where a stream id is missing or one of the "no stream" sentinels."""
     arr = values.fill_null(NONE_STREAMS[0]).to_numpy(zero_copy_only=False)
@@ -134,30 +141,34 @@ def _without_sentinels(values: pa.Array) -> pa.Array:
     return pa.array(np.where(none, 0, arr), mask=none)
 
 
-def _json_value(name: str, column: pl.Expr, kind: str) -> pl.Expr:
-    """``"name":value`` for one row's value (null when the value is null)."""
-    if kind == "raw":
-        value = column
-    elif kind == "text":  # let polars escape the string: encode {"name": v} and cut it out
-        value = pl.struct(column.alias(name)).struct.json_encode().str.slice(len(name) + 4)
-        value = value.str.slice(0, value.str.len_chars() - 1)
-    else:
-        value = column.cast(pl.String)
-    return pl.when(column.is_not_null()).then(pl.concat_str(pl.lit(f'"{name}":'), value))
+def _json_text(key: str, values: pa.Array) -> pa.Array:
+    """JSON text of each value of one args column (null stays null)."""
+    if key in _RAW_KEYS:
+        return values  # already JSON text
+    if key in _TEXT_KEYS:  # NCCL details: few rows, escaped by msgspec one by one
+        texts = [None if v is None else msgspec.json.encode(v).decode() for v in values.to_pylist()]
+        return pa.array(texts, pa.string())
+    if pa.types.is_floating(values.type):  # JSON has no NaN or infinity
+        values = pc.if_else(pc.is_finite(values), values, pa.scalar(None, values.type))
+    return pc.cast(values, pa.string())
 
 
 def args_json(columns: dict[str, pa.Array], n: int) -> pa.Array:
     """Compact JSON objects of the given columns, leaving out null values per row."""
     if not columns:
         return pa.nulls(n, pa.string())
-    frame = pl.DataFrame(columns)
-    pieces = []
-    for key in columns:
-        kind = "raw" if key in _RAW_KEYS else "text" if key in _TEXT_KEYS else "number"
-        pieces.append(_json_value(key, pl.col(key), kind))
-    body = pl.concat_str(pieces, separator=",", ignore_nulls=True)
-    text = pl.when(body != "").then(pl.concat_str(pl.lit("{"), body, pl.lit("}")))
-    return frame.select(text).to_series().to_arrow()
+    if len(columns) == 1:  # the common case (host rows: only "external_id"); null stays null
+        ((key, values),) = columns.items()
+        return pc.binary_join_element_wise(f'{{"{key}":', _json_text(key, values), "}", "")
+    # Each pair carries its own leading comma and null pairs become "", so that no join sees
+    # a null (pyarrow 26's null_handling="skip" drops rows whose inputs are all null).
+    pairs = [
+        pc.binary_join_element_wise(f',"{key}":', _json_text(key, values), "").fill_null("")
+        for key, values in columns.items()
+    ]
+    body = pc.binary_join_element_wise(*pairs, "") if len(pairs) > 1 else pairs[0]
+    text = pc.binary_join_element_wise("{", pc.utf8_slice_codeunits(body, 1), "}", "")
+    return pc.if_else(pc.equal(body, ""), pa.scalar(None, pa.string()), text)
 
 
 NO_TS = "{n} {kind} events without a usable ts; dropped"
@@ -198,29 +209,36 @@ class EventColumns:
         self._empty_args = type(present)() if present is not None else None
 
     def _groups(self) -> dict[str, np.ndarray]:
-        events = self.events
-        ph = pl.Series([e.ph for e in events], dtype=pl.String, strict=False)
-        cat = pl.Series([e.cat for e in events], dtype=pl.String, strict=False)
-        key = pl.select(
-            pl.when(ph == "X")
-            .then(pl.when(cat.is_in(list(CATEGORIES))).then(cat).otherwise(pl.lit("?")))
-            .when(ph.is_in(INSTANT_PHASES))
-            .then(pl.lit("instant"))
-            .otherwise(pl.lit("skip"))
-        ).to_series()
-        groups = {value: key.eq(value).arg_true().to_numpy() for value in key.unique()}
+        """Event indices per group: the category of complete events, "instant" for instant
+        events, "skip" for everything else (flows, counters, metadata)."""
+        instant = dict.fromkeys(INSTANT_PHASES, _INSTANT)
+        keys = pa.array(
+            [e.cat if e.ph == "X" else instant.get(e.ph, _SKIP) for e in self.events], pa.string()
+        )
+        encoded = pc.dictionary_encode(keys)
+        codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(-1, len(encoded.dictionary) + 1))
+        groups: dict[str, np.ndarray] = {}
+        for code, value in enumerate([None, *encoded.dictionary.to_pylist()], start=-1):
+            idx = order[bounds[code + 1] : bounds[code + 2]]
+            if not len(idx):
+                continue
+            key = value if value in CATEGORIES or value in (_INSTANT, _SKIP) else "?"
+            if key == "?":
+                self.unknown["<none>" if value is None else value] += len(idx)
+            groups[key] = np.concatenate([groups[key], idx]) if key in groups else idx
         if "?" in groups:
-            counts = cat.gather(groups["?"]).fill_null("<none>").value_counts()
-            self.unknown.update(dict(counts.rows()))
+            groups["?"].sort()
         return groups
 
     def parts(self, pool: NamePool) -> list[Part]:
         """One part per category group, in a stable order."""
         parts = []
         for key, idx in sorted(self._groups().items()):
-            if key == "skip" or (key == "python_function" and not self.include_python):
+            if key == _SKIP or (key == "python_function" and not self.include_python):
                 continue
-            if key == "instant":
+            if key == _INSTANT:
                 kind, engine, on_device = "marker", None, False
             else:
                 kind, engine, on_device = CATEGORIES.get(key, ("range", None, False))
@@ -239,7 +257,7 @@ class EventColumns:
 
     def _part(self, idx: np.ndarray, kind: str, engine: str | None, on_device: bool,
               legacy: bool, pool: NamePool) -> Part | None:  # fmt: skip
-        events = [self.events[i] for i in idx]
+        events = _take(self.events, idx)
         ts, ok = self.ts[idx], self.ts_ok[idx]
         if not ok.all():
             self.repairs[(NO_TS, kind)] += int((~ok).sum())
