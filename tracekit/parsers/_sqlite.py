@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import sqlite3
 import urllib.parse
@@ -71,28 +72,39 @@ class SqliteSource:
 
     def arrow(self, sql: str) -> pa.Table:
         """Run ``sql`` and return the result as an Arrow table."""
-        return self._read(sql, {})
+        return self._read(sql)
 
-    def scan(self, table: str, select: str) -> pa.Table:
-        """``SELECT {select} FROM {table}`` as Arrow, split over the CPU cores by rowid.
+    def scan(self, table: str, select: str, join: str = "") -> pa.Table:
+        """``SELECT {select} FROM {table} AS t {join}`` as Arrow, split over the CPU cores by
+        ``t.rowid`` (``join`` may add ``LEFT JOIN other AS e ON …``; qualify columns then).
 
-        Rowid ranges are B-tree seeks in SQLite, so each worker reads only its own share.
+        Rowid ranges are B-tree seeks in SQLite, so each worker reads only its own share; the
+        ranges come from the table's first and last rowid, read once, in rowid order.
         """
-        rows = self.scalar(f'SELECT max(rowid) FROM "{table}"') or 0
-        if rows < _PARTITION_MIN_ROWS or not self._fast:
-            return self._read(f'SELECT {select} FROM "{table}"', {})
-        sql = f'SELECT rowid AS _tk_row, {select} FROM "{table}"'
-        kwargs = {"partition_on": "_tk_row", "partition_num": min(os.cpu_count() or 1, 8)}
-        return self._read(sql, kwargs).drop_columns(["_tk_row"])
+        sql = f'SELECT {select} FROM "{table}" AS t {join}'.rstrip()
+        # one aggregate per query: SQLite reads min() or max() of the rowid off the B-tree
+        # only when it is the query's single aggregate (both at once scan the table)
+        lo, hi = (self.scalar(f'SELECT {f}(rowid) FROM "{table}"') for f in ("min", "max"))
+        parts = min(os.cpu_count() or 1, 8)
+        small = not isinstance(lo, int) or not isinstance(hi, int) or hi - lo < _PARTITION_MIN_ROWS
+        if small or parts < 2 or not self._fast:
+            return self._read(sql)
+        step = (hi - lo + parts) // parts
+        bounds = [lo + i * step for i in range(parts)] + [hi + 1]
+        queries = [f"{sql} WHERE t.rowid >= {a} AND t.rowid < {b}"
+                   for a, b in itertools.pairwise(bounds)]  # fmt: skip
+        return self._read(sql, queries)
 
-    def _read(self, sql: str, kwargs: dict[str, object]) -> pa.Table:
+    def _read(self, sql: str, parts: list[str] | None = None) -> pa.Table:
+        """``sql`` through connectorx (``parts``, when given, read in parallel and
+        concatenated in order), or the standard library where that is the safe path."""
         if not self._fast:
             return self._arrow_stdlib(sql)
         import connectorx as cx
 
         uri = "sqlite://" + urllib.parse.quote(str(self.path.resolve()))
         try:
-            return cx.read_sql(uri, sql, return_type="arrow", **kwargs)
+            return cx.read_sql(uri, parts or sql, return_type="arrow")
         except RuntimeError as exc:
             message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if "malformed" in message or "not a database" in message:

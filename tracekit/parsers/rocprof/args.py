@@ -178,7 +178,8 @@ def _piece(values: pl.DataFrame, fields: list[Field], opening: str, closing: str
 
 
 def _hashes(values: pl.DataFrame) -> pl.Series:
-    return values.select(pl.struct(values.columns).hash().alias("h")).to_series()
+    """One 64-bit hash per row; equal rows hash alike."""
+    return values.hash_rows().alias("h")
 
 
 def _by_pattern(

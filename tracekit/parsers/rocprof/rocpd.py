@@ -28,6 +28,7 @@ from tracekit.parsers import Parser, Progress
 from tracekit.parsers._sqlite import SqliteSource
 from tracekit.parsers.assemble import Part, assemble
 from tracekit.parsers.names import NamePool
+from tracekit.parsers.rocprof import rocpd_rows
 from tracekit.parsers.rocprof.common import base_meta, rebase
 from tracekit.parsers.rocprof.rocpd_tables import SetReader, TableSet
 from tracekit.timeline import Timeline
@@ -72,11 +73,11 @@ def parse(path: Path, progress: Progress | None = None) -> Timeline:
         parts: list[Part] = []
         for reader in readers:
             reader.pool = pool
-            for label, read in (("kernels", reader.kernels), ("regions", reader.regions),
-                                ("instants", reader.samples),
-                                ("memory copies", reader.copies)):  # fmt: skip
+            for label, read in (("kernels", rocpd_rows.kernels), ("regions", rocpd_rows.regions),
+                                ("instants", rocpd_rows.samples),
+                                ("memory copies", rocpd_rows.copies)):  # fmt: skip
                 note(label)
-                parts.extend(read())
+                parts.extend(read(reader))
             reader.note_unread()
         if not any(len(p) for p in parts):
             raise TraceError(
