@@ -95,6 +95,6 @@ def test_formats_lists_every_parser() -> None:
     names = [line.split()[0] for line in done.stdout.splitlines()]
     assert names == [
         "nsys-sqlite", "rocpd", "rocprof-v1", "rocprof-v1-db", "rocprof-v1-json",
-        "rocprof-v1-csv", "nsys-rep", "perfetto", "rocprofv3-json", "rocprofv3-csv", "kineto",
-        "tracekit-parquet", "tracekit-arrow",
+        "rocprof-v1-csv", "nsys-rep", "perfetto", "rocprofv3-json", "rocprofv3-csv", "msprof-db",
+        "msprof", "kineto", "tracekit-parquet", "tracekit-arrow",
     ]  # fmt: skip

@@ -25,7 +25,7 @@ class Parser:
 
 def registry() -> list[Parser]:
     """All built-in parsers, most specific first."""
-    from tracekit.parsers import kineto, nsys, perfetto, rocprof, saved
+    from tracekit.parsers import kineto, msprof, nsys, perfetto, rocprof, saved
 
     return [
         nsys.SQLITE,
@@ -35,6 +35,8 @@ def registry() -> list[Parser]:
         perfetto.PERFETTO,
         rocprof.ROCPROFV3_JSON,
         rocprof.ROCPROFV3_CSV,
+        msprof.MSPROF_DB,
+        msprof.MSPROF,
         kineto.KINETO,
         saved.PARQUET,
         saved.ARROW,

@@ -1,0 +1,90 @@
+"""Ascend time values -> integer ns, vectorised.
+
+Three spellings reach the parser:
+
+* µs text with three decimals, often with a trailing TAB or wrapped in quotes
+  (``"1736408883704643.212\\t"``; CSV columns and the ``ts`` of trace_view / msprof JSON);
+* JSON numbers: floats of device-monotonic µs in the older per-device timelines
+  (``56635864386.8``), float durations (``840.07675``);
+* integer ns in the SQLite exports (``PYTORCH_API`` stores them as TEXT).
+
+Text is split at the decimal point, never passed through a float, so epoch values keep their ns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from tracekit.parsers.kineto.decode import to_ns
+
+NA_TEXT = ("N/A", "NA", "", "None", "null", "nan")
+_STRIP = " \t\r\n\"'"
+
+
+def us_text_ns(values: pl.Expr) -> pl.Expr:
+    """Expression: µs text (``"123.456\\t"``, ``"7"``, ``"-0.5"``) -> Int64 ns, null when not
+    a plain decimal. Rounded half up at the fourth decimal."""
+    text = values.cast(pl.String).str.strip_chars(_STRIP)
+    negative = text.str.starts_with("-")
+    body = text.str.strip_chars_start("-+")
+    parts = body.str.split_exact(".", 1)
+    whole = parts.struct.field("field_0")
+    frac = parts.struct.field("field_1").fill_null("")
+    digits = pl.concat_str([frac, pl.lit("0000")]).str.slice(0, 4)
+    ok = whole.str.contains(r"^[0-9]+$") & frac.str.contains(r"^[0-9]*$")
+    magnitude = (
+        whole.cast(pl.Int64, strict=False) * 1000
+        + digits.str.slice(0, 3).cast(pl.Int64, strict=False)
+        + (digits.str.slice(3, 1) >= "5").cast(pl.Int64)
+    )
+    return pl.when(ok).then(pl.when(negative).then(-magnitude).otherwise(magnitude))
+
+
+def us_series_ns(values: pl.Series) -> pl.Series:
+    """:func:`us_text_ns` applied to a Series (numbers are formatted first)."""
+    if values.dtype.is_float():
+        ns, ok = json_us_ns(values.to_list())
+        return pl.Series(values.name, ns).scatter(np.nonzero(~ok)[0], None)
+    if values.dtype.is_integer():
+        return values.cast(pl.Int64) * 1000
+    frame = pl.DataFrame({"v": values.cast(pl.String)})
+    return frame.select(us_text_ns(pl.col("v"))).to_series().alias(values.name)
+
+
+def json_us_ns(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """µs values decoded from JSON (text, int or float) -> (int64 ns, valid mask)."""
+    if not values:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=bool)
+    return to_ns(values)
+
+
+def clean_text(column: str) -> pl.Expr:
+    """A text column with TABs/blanks and the extra quotes around shapes removed; N/A -> null."""
+    text = pl.col(column).cast(pl.String).str.strip_chars(_STRIP)
+    return pl.when(text.is_in(NA_TEXT)).then(None).otherwise(text).alias(column)
+
+
+def int_text(column: str) -> pl.Expr:
+    """Integer text (``"2"``, ``"N/A"``, ``"2.0"``) -> Int64 (null when not an integer)."""
+    text = pl.col(column).cast(pl.String).str.strip_chars(_STRIP)
+    direct = text.cast(pl.Int64, strict=False)
+    as_float = text.cast(pl.Float64, strict=False)
+    whole = pl.when(as_float == as_float.floor()).then(as_float.cast(pl.Int64, strict=False))
+    return pl.coalesce(direct, whole).alias(column)
+
+
+def float_text(column: str) -> pl.Expr:
+    """Decimal text -> Float64 (null for N/A)."""
+    text = pl.col(column).cast(pl.String).str.strip_chars(_STRIP)
+    return text.cast(pl.Float64, strict=False).alias(column)
+
+
+def monotonic_to_epoch_ns(
+    mono_ns: np.ndarray, begin_epoch_us: int, begin_mono_ns: int
+) -> np.ndarray:
+    """Device-monotonic ns -> epoch ns, anchored at ``start_info``'s pair
+    (``collectionTimeBegin`` µs epoch, ``clockMonotonicRaw`` ns)."""
+    return mono_ns - np.int64(begin_mono_ns) + np.int64(begin_epoch_us) * 1000
