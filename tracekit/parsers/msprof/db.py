@@ -107,11 +107,9 @@ class DbReader:
                 frame = frame.with_columns(pl.col(column).cast(pl.String).alias(target))
                 continue
             lookup = values.rename({values.columns[0]: "_id", values.columns[1]: target})
-            frame = frame.with_columns(pl.col(column).cast(pl.Int64).alias("_id"))
-            frame = frame.drop(target, strict=False) if target != column else frame
-            frame = frame.join(lookup, on="_id", how="left").drop("_id")
-            if target != column:
-                frame = frame.drop(column)
+            ids = frame[column].cast(pl.Int64).alias("_id")
+            frame = frame.drop([c for c in {column, target} if c in frame.columns]).with_columns(ids)
+            frame = frame.join(lookup, on="_id", how="left", maintain_order="left").drop("_id")
         return frame
 
 
