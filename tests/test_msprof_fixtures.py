@@ -63,7 +63,7 @@ def check_round_trip(timeline: Timeline, events: pl.DataFrame, layout: str) -> N
     assert mismatched == []
 
 
-# -- the scenario -----------------------------------------------------------------------------
+# -- the scenario ---------------------------------------------------------------------------------
 
 
 def test_ascend_scenario_holds_mc2_ai_cpu_and_hccl_all_to_all() -> None:
@@ -96,7 +96,7 @@ def test_scenario_is_deterministic() -> None:
     assert build_ascend_scenario(seed=4).events.equals(build_ascend_scenario(seed=4).events)
 
 
-# -- round trips -------------------------------------------------------------------------------
+# -- round trips ----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -187,7 +187,7 @@ def test_writers_refuse_overwrite_and_unknown_kinds(tmp_path: Path) -> None:
         write_torch_npu(memset, tmp_path / "other")
 
 
-# -- quirks, one test each -----------------------------------------------------------------------
+# -- quirks, one test each ------------------------------------------------------------------------
 
 
 def _out(folder: Path) -> Path:
@@ -316,7 +316,7 @@ def test_quirk_missing_process_name(tmp_path: Path, level: str) -> None:
     assert apis == (events["kind"] == "api").sum() * (level == "Level1")
 
 
-# -- the writers' shape against the real samples -----------------------------------------------
+# -- the writers' shape against the real samples --------------------------------------------------
 
 
 def _real(rel: str) -> Path:

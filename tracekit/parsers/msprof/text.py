@@ -116,6 +116,11 @@ def read_text(source: Source, include_python: bool = False) -> Loaded:
     _to_epoch(layers, source, loaded)
     dev = source.device if source.device is not None else layers.device
     details = _details(source.op_details)
+    if details is not None and "start" in details.columns and details["start"].null_count():
+        loaded.warnings.append(
+            f"{details['start'].null_count()} op table rows without a usable start time; dropped"
+        )
+        details = details.filter(pl.col("start").is_not_null())
     task_details, op_details = (
         device.split_details(details) if details is not None else (None, None)
     )
