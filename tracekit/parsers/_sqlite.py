@@ -21,9 +21,10 @@ def open_readonly(path: Path) -> sqlite3.Connection:
     """Open a SQLite file strictly read-only: no journal, no lock files, no recovery.
 
     Text that is not valid UTF-8 is decoded with replacement characters instead of failing.
+    The connection may serve a background reader thread too (SQLite's serialized mode).
     """
     uri = path.resolve().as_uri() + "?mode=ro&immutable=1"
-    con = sqlite3.connect(uri, uri=True)
+    con = sqlite3.connect(uri, uri=True, check_same_thread=sqlite3.threadsafety != 3)
     con.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
     return con
 

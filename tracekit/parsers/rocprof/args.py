@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 import pyarrow as pa
@@ -28,12 +28,19 @@ class Field:
     """One args key. ``expr`` is a column name or expression, or a tuple of integer ones
     written as a JSON array; ``kind`` is :data:`INT` (written as a number) or :data:`STR`
     (a JSON string). A ``required`` field is always written, ``null`` when missing; an
-    optional one is left out of rows where it is null."""
+    optional one is left out of rows where it is null. With ``lookup``, ``expr`` holds
+    string-table ids and the text is looked up once per distinct id (ids not in the table
+    read as null), so rows repeat integer keys, not strings."""
 
     key: str
     expr: Column | tuple[Column, ...]
     kind: str = INT
     required: bool = False
+    lookup: pl.DataFrame | None = field(default=None, compare=False)  # (id, text) table
+
+    def __post_init__(self) -> None:
+        if self.lookup is not None and self.kind != STR:
+            raise ValueError("a lookup field is a STR field")
 
     @property
     def array(self) -> bool:
@@ -79,9 +86,22 @@ def json_args(df: pl.DataFrame, *fields: Field, split: int | None = None) -> pa.
     return out.to_arrow()
 
 
-def json_text(df: pl.DataFrame, expr: pl.Expr, null: str | None) -> pl.Expr:
+def json_text(
+    df: pl.DataFrame, expr: pl.Expr, null: str | None, lookup: pl.DataFrame | None = None
+) -> pl.Expr:
     """``expr`` as a JSON string literal (``null`` for null); few distinct texts are escaped
-    once each in Python, many through polars' JSON encoder."""
+    once each in Python, many through polars' JSON encoder. With ``lookup`` (``id``, text
+    columns), ``expr`` holds ids and each distinct id's text is escaped once."""
+    if lookup is not None:
+        keys = df.select(expr.unique()).to_series()
+        found = lookup.filter(pl.col(lookup.columns[0]).is_in(keys.implode()))
+        texts = found.to_series(1).to_list()
+        encoded = [None if t is None else json.dumps(t, ensure_ascii=False) for t in texts]
+        value = expr.replace_strict(
+            found.to_series(0), pl.Series(encoded, dtype=pl.String), default=None,
+            return_dtype=pl.String,
+        )  # fmt: skip
+        return value if null is None else value.fill_null(null)
     distinct = df.select(expr.cast(pl.String).unique()).to_series()
     if len(distinct) <= _FEW_TEXTS:
         texts = [t for t in distinct.to_list() if t is not None]
@@ -105,7 +125,7 @@ def blank_as_null(column: str) -> pl.Expr:
 def _value(df: pl.DataFrame, f: Field, null: str | None) -> pl.Expr:
     """The JSON text of one field's value (an array for a tuple of expressions)."""
     if f.kind == STR:
-        return json_text(df, f.exprs()[0], null)
+        return json_text(df, f.exprs()[0], null, f.lookup)
     if not f.array:
         return _int_text(f.exprs()[0], null)
     parts: list[pl.Expr] = []
@@ -126,7 +146,7 @@ def _local(df: pl.DataFrame, fields: Sequence[Field]) -> tuple[pl.DataFrame, lis
     local, i = [], 0
     for f in fields:
         names = tuple(f"_k{j}" for j in range(i, i + len(f.exprs())))
-        local.append(Field(f.key, names if f.array else names[0], f.kind, True))
+        local.append(Field(f.key, names if f.array else names[0], f.kind, True, f.lookup))
         i += len(names)
     return values, local
 

@@ -19,6 +19,7 @@ the first event, ``meta["clock"]`` keeps the boot-time value of ts 0, ``origin_n
 from __future__ import annotations
 
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,7 @@ def parse(path: Path, progress: Progress | None = None) -> Timeline:
     """Read a rocpd database into a :class:`Timeline`."""
     note = progress or (lambda _msg: None)
     db = SqliteSource(path)
+    background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rocpd-read")
     try:
         sets = table_sets(db.con)
         if not sets:
@@ -69,6 +71,8 @@ def parse(path: Path, progress: Progress | None = None) -> Timeline:
         versions = [_schema_version(db, s, path, meta["warnings"]) for s in sets]
         meta["producer"]["schema_version"] = next((v for v in versions if v), None)
         readers = [SetReader(db, s, k, meta["warnings"]) for k, s in enumerate(sets)]
+        for reader in readers:
+            reader.prefetch(background, rocpd_rows.READS)
         pool = NamePool(*_pool_ids(readers))
         parts: list[Part] = []
         for reader in readers:
@@ -91,6 +95,7 @@ def parse(path: Path, progress: Progress | None = None) -> Timeline:
         meta["warnings"].extend(w for w in db.warnings if w not in meta["warnings"])
         return Timeline(table, meta)
     finally:
+        background.shutdown(wait=True, cancel_futures=True)
         db.close()
 
 

@@ -15,18 +15,23 @@ from tracekit.parsers.assemble import Part
 from tracekit.parsers.rocprof.args import INT, STR, Field, json_args
 from tracekit.parsers.rocprof.common import ROCTX_CALLS, durations
 from tracekit.parsers.rocprof.rocpd_info import category_group, correlation, nonzero
-from tracekit.parsers.rocprof.rocpd_tables import SYMBOL_BIT, SetReader
+from tracekit.parsers.rocprof.rocpd_tables import SYMBOL_BIT, Read, SetReader
 
 _DISPATCH_COLUMNS = (
     "pid", "agent_id", "kernel_id", "dispatch_id", "queue_id", "stream_id", "start",
     "end", "private_segment_size", "group_segment_size", "workgroup_size_x",
     "workgroup_size_y", "workgroup_size_z", "grid_size_x", "grid_size_y", "grid_size_z",
-    "region_name_id", "event_id",
+    "region_name_id",
 )  # fmt: skip
-_REGION_COLUMNS = ("pid", "tid", "start", "end", "name_id", "event_id")
 _COPY_COLUMNS = ("pid", "tid", "start", "end", "name_id", "dst_agent_id", "src_agent_id",
-                 "size", "queue_id", "stream_id", "event_id")  # fmt: skip
+                 "size", "queue_id", "stream_id")  # fmt: skip
 _REGISTERS = ("sgpr_count", "arch_vgpr_count", "accum_vgpr_count")
+KERNELS: Read = ("rocpd_kernel_dispatch", _DISPATCH_COLUMNS, True)
+REGIONS: Read = ("rocpd_region", ("pid", "tid", "start", "end", "name_id", "event_id"), True)
+SAMPLES: Read = ("rocpd_sample", ("track_id", "timestamp", "event_id"), True)
+TRACKS: Read = ("rocpd_track", ("id", "pid", "tid", "name_id"), False)
+COPIES: Read = ("rocpd_memory_copy", _COPY_COLUMNS, True)
+READS = (KERNELS, REGIONS, SAMPLES, TRACKS, COPIES)  # in the order rocpd.parse uses them
 API, RANGE, MARKER, OTHER = 0, 1, 2, 3  # region kind codes
 _KIND_NAMES = {API: "api", RANGE: "range", MARKER: "marker"}
 
@@ -34,7 +39,7 @@ _KIND_NAMES = {API: "api", RANGE: "range", MARKER: "marker"}
 def kernels(r: SetReader) -> list[Part]:
     """``rocpd_kernel_dispatch`` rows: names from the kernel symbols, agent -> GPU index,
     queue -> stream, launch shape and registers in args."""
-    df = r.frame("rocpd_kernel_dispatch", _DISPATCH_COLUMNS, events=True)
+    df = r.frame(*KERNELS)
     if df is None or not df.height:
         return []
     df = r.valid(df, "kernel")
@@ -44,8 +49,7 @@ def kernels(r: SetReader) -> list[Part]:
           for c in _REGISTERS),
     )  # fmt: skip
     df = df.join(sym, on="kernel_id", how="left", maintain_order="left")
-    region = r.strings_of(df["region_name_id"])
-    df = df.with_columns(region=pl.when(region != "").then(region))
+    regions = r.strings.filter(pl.col("string") != "")  # an empty region name is none
     args = json_args(
         df,
         Field("grid", tuple(f"grid_size_{a}" for a in "xyz"), INT, True),
@@ -57,7 +61,7 @@ def kernels(r: SetReader) -> list[Part]:
         Field("sgpr", "sgpr_count", INT, True),
         Field("hip_stream", "stream_id", INT, True),
         Field("dispatch_id", "dispatch_id"),
-        Field("region", "region", STR),
+        Field("region", "region_name_id", STR, lookup=regions),
         Field("ext_corr", nonzero("correlation_id")),
     )
     name = r.pool.from_ids((df["kernel_id"] + (r.key | SYMBOL_BIT)).to_arrow())
@@ -85,20 +89,18 @@ def _kind_codes(r: SetReader, df: pl.DataFrame, instant: pl.Expr, what: str) -> 
     group = df["category_id"].replace_strict(
         ids, [code.get(g, OTHER) for g in groups], default=OTHER, return_dtype=pl.Int8
     )
-    if others := int((group == OTHER).sum()):
+    codes = group.to_numpy().copy()
+    if others := int((codes == OTHER).sum()):
         names = sorted({str(t) for t, g in zip(texts.to_list(), groups) if g == "other"})
         what_else = "read as ranges" if what == "region" else "not read"
         r.warnings.append(f"{others} {what}s of categories {', '.join(names)} {what_else}")
-    if not (group == RANGE).any():
+    rows = np.flatnonzero(codes == RANGE)
+    if not len(rows):
         return group
-    marks = df.select(pl.col("name_id").filter(group == RANGE).unique()).to_series()
-    calls = marks.filter(r.strings_of(marks).is_in(ROCTX_CALLS).fill_null(False))
-    return df.select(
-        pl.when(group != RANGE).then(group)
-        .when(pl.col("name_id").is_in(calls.implode())).then(pl.lit(API, pl.Int8))
-        .when(instant).then(pl.lit(MARKER, pl.Int8))
-        .otherwise(pl.lit(RANGE, pl.Int8))
-    ).to_series()  # fmt: skip
+    marks = df[rows].with_columns(instant.alias("_instant"))  # roctx rows are few: look closer
+    call = r.strings_of(marks["name_id"]).is_in(ROCTX_CALLS).fill_null(False).to_numpy()
+    codes[rows] = np.where(call, API, np.where(marks["_instant"].to_numpy(), MARKER, RANGE))
+    return pl.Series(codes)
 
 
 def _split(df: pl.DataFrame, codes: pl.Series) -> list[tuple[int, pl.DataFrame]]:
@@ -114,9 +116,7 @@ def _host_part(
 ) -> Part:
     """One kind of host rows: ``category`` (and ``ext_corr``) in args, roctx messages as
     names for ranges and marks, the internal correlation id as ``corr``."""
-    category = r.strings_of(sel["category_id"])
-    args = json_args(sel.with_columns(category=category),
-                     Field("category", "category", STR, True),
+    args = json_args(sel, Field("category", "category_id", STR, True, r.strings),
                      Field("ext_corr", nonzero("correlation_id")))  # fmt: skip
     name = r.names(sel, messages=kind != API)
     r.count_unnamed(name, what)
@@ -131,7 +131,7 @@ def _host_part(
 def regions(r: SetReader) -> list[Part]:
     """``rocpd_region`` rows: HIP/HSA/RCCL/… calls as ``api``, roctx ranges as ``range``
     (``marker`` when start == end), other categories as ranges (with a warning)."""
-    df = r.frame("rocpd_region", _REGION_COLUMNS, events=True)
+    df = r.frame(*REGIONS)
     if df is None or not df.height:
         return []
     df = r.valid(df, "region")
@@ -148,8 +148,8 @@ def regions(r: SetReader) -> list[Part]:
 def samples(r: SetReader) -> list[Part]:
     """Instants: rocprofiler-sdk stores API records with start == end (roctxMarkA, …)
     as ``rocpd_sample`` rows on a per-thread track named by their category."""
-    df = r.frame("rocpd_sample", ("track_id", "timestamp", "event_id"), events=True)
-    tracks = r.frame("rocpd_track", ("id", "pid", "tid", "name_id"))
+    df = r.frame(*SAMPLES)
+    tracks = r.frame(*TRACKS)
     if df is None or not df.height or tracks is None:
         return []
     df = df.join(tracks.rename({"id": "track_id"}), on="track_id", how="left",
@@ -172,7 +172,7 @@ def samples(r: SetReader) -> list[Part]:
 
 def copies(r: SetReader) -> list[Part]:
     """``rocpd_memory_copy`` rows on the GPU end of the copy, agents named in args."""
-    df = r.frame("rocpd_memory_copy", _COPY_COLUMNS, events=True)
+    df = r.frame(*COPIES)
     if df is None or not df.height:
         return []
     df = r.valid(df, "memory copy")

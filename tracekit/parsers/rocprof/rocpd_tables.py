@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from concurrent.futures import Executor, Future
 from typing import Any
 
 import numpy as np
@@ -19,6 +21,7 @@ SET_SHIFT = 40  # each uuid set gets its own id range in the pool
 EVENT_COLUMNS = ("category_id", "stack_id", "correlation_id")
 _TEXT = {"string", "display_name", "kernel_name", "command", "type"}
 _ID_CHUNK = 20_000  # event ids per ``IN (…)`` list when reading roctx messages
+Read = tuple[str, tuple[str, ...], bool]  # base table name, columns, joined to its events
 
 
 class TableSet:
@@ -44,6 +47,7 @@ class SetReader:
         self.db, self.tset, self.warnings = db, tset, warnings
         self.key = index << SET_SHIFT
         self.pool = NamePool()
+        self._pending: dict[Read, Future[pl.DataFrame | None]] = {}
         self.strings = self.frame("rocpd_string", ("id", "string"))
         if self.strings is None:
             raise TraceError(f"{db.path}: rocpd string table{tset.suffix} is missing; export again")
@@ -66,6 +70,12 @@ class SetReader:
     def columns(self, name: str) -> tuple[str, ...]:
         return tuple(r[1] for r in self.db.con.execute(f'PRAGMA table_info("{name}")'))
 
+    def prefetch(self, pool: Executor, reads: Iterable[Read]) -> None:
+        """Start reading row tables in the background, in order: connectorx releases the
+        GIL, so SQLite reads the next table while polars works on the previous one."""
+        for read in reads:
+            self._pending[read] = pool.submit(self._read, *read)
+
     def frame(
         self, base: str, columns: tuple[str, ...], events: bool = False
     ) -> pl.DataFrame | None:
@@ -74,8 +84,13 @@ class SetReader:
         With ``events``, the row's ``rocpd_event`` fields (:data:`EVENT_COLUMNS`) are joined
         in SQL through ``event_id``: the event ids are the events' rowids, so each lookup is
         one B-tree seek, and no event row is read that no row of this table names. Plain
-        columns only: connectorx types a computed column from its first row.
+        columns only: connectorx types a computed column from its first row. A prefetched
+        read is waited for.
         """
+        pending = self._pending.pop((base, columns, events), None)
+        return pending.result() if pending is not None else self._read(base, columns, events)
+
+    def _read(self, base: str, columns: tuple[str, ...], events: bool) -> pl.DataFrame | None:
         name = self.tset.get(base)
         if name is None:
             return None
@@ -102,7 +117,7 @@ class SetReader:
             .cast(pl.String if c in _TEXT else pl.Int64, strict=False)
             .alias(c)
             for c in wanted
-        )
+        ).rechunk()  # connectorx answers in many small batches; later steps want one chunk
 
     def named_ids(self) -> tuple[pa.Array, pa.Array]:
         """String-table ids and kernel-symbol ids, offset into this set's pool range."""
