@@ -187,7 +187,7 @@ def test_markers_copies_and_external_ids(path: Path, tmp_path: Path) -> None:
     target, con, s = _copy(path, tmp_path)
     strings = {}
     for text in ("MARKER_CORE_RANGE_API", "roctxThreadRangeA", "MEMORY_COPY_HOST_TO_DEVICE",
-                 "HIP_RUNTIME_API_EXT"):  # fmt: skip
+                 "HIP_RUNTIME_API_EXT", "MARKER_CORE_API", "roctxRangePop"):  # fmt: skip
         con.execute(f"INSERT OR IGNORE INTO rocpd_string{s} (string) VALUES (?)", (text,))
         query = f"SELECT id FROM rocpd_string{s} WHERE string = ?"
         strings[text] = con.execute(query, (text,)).fetchone()[0]
@@ -198,6 +198,7 @@ def test_markers_copies_and_external_ids(path: Path, tmp_path: Path) -> None:
         ("MARKER_CORE_RANGE_API", 9002, 0, '{"message": "token_ready"}'),
         ("MARKER_CORE_RANGE_API", 9003, 77, "{}"),
         ("HIP_RUNTIME_API_EXT", 9004, 0, "{}"),
+        ("MARKER_CORE_API", 9005, 0, "{}"),
     ):
         cur = con.execute(
             f"INSERT INTO rocpd_event{s} (category_id, stack_id, correlation_id, extdata)"
@@ -210,6 +211,11 @@ def test_markers_copies_and_external_ids(path: Path, tmp_path: Path) -> None:
         f"INSERT INTO rocpd_region{s} (nid, pid, tid, start, end, name_id, event_id)"
         " VALUES (?, 28, 28, ?, ?, ?, ?)",
         (nid, start + 10, start + 500, strings["roctxThreadRangeA"], ev[0]),
+    )
+    con.execute(  # roctx bookkeeping: an API call, as the CSV reader reads it
+        f"INSERT INTO rocpd_region{s} (nid, pid, tid, start, end, name_id, event_id)"
+        " VALUES (?, 28, 28, ?, ?, ?, ?)",
+        (nid, start + 600, start + 620, strings["roctxRangePop"], ev[4]),
     )
     for name, track in (("MARKER_CORE_RANGE_API", 1), ("HIP_RUNTIME_API_EXT", 2)):
         con.execute(f"INSERT INTO rocpd_track{s} (id, nid, pid, tid, name_id) VALUES"
@@ -234,7 +240,9 @@ def test_markers_copies_and_external_ids(path: Path, tmp_path: Path) -> None:
     # roctx rows keep their internal correlation id, as the CSV Correlation_Id column does
     assert ranges["corr"].to_list() == [9001] and markers["corr"].to_list() == [9002]
     api = _kind(tl, "api")
-    assert api.height == 630  # the 629 regions and one zero-length call kept as a sample
+    assert api.height == 631  # 629 HIP regions, roctxRangePop, one zero-length call (sample)
+    pop = api.filter(pl.col("name") == "roctxRangePop").row(0, named=True)
+    assert (pop["dur"], pop["corr"], pop["tid"]) == (20, 9005, 28)
     instant = api.filter(pl.col("dur") == 0).row(0, named=True)
     assert (instant["name"], instant["corr"]) == ("HIP_RUNTIME_API_EXT", 9004)
     row = copies.row(0, named=True)

@@ -24,6 +24,7 @@ from fixtures.rocprof_names import FILL_BUFFER
 from fixtures.rocprof_records import expected_timeline
 from fixtures.scenario import build_scenario
 from tests.conftest import real_root
+from tracekit.timeline import Timeline
 
 KNOBS = [
     {},
@@ -360,20 +361,18 @@ def test_rocpd_and_csv_hold_the_same_records(csv_set: dict[str, Path], rocpd_db:
 
 COMPARE = {"ts": pl.Int64, "dur": pl.Int64, "kind": pl.String, "name": pl.String,
            "device": pl.Int32, "stream": pl.Int64, "corr": pl.Int64}  # fmt: skip
-HOST_MARKS = pl.col("kind").is_in(["range", "marker"])
 
 
 def _canonical(df: pl.DataFrame) -> pl.DataFrame:
-    """The compared columns, ts from the first row, sorted. A roctx marker's correlation id
-    links nothing, so whether a parser keeps it is not compared."""
+    """The compared columns, ts from the first row, sorted. roctx ranges and marks are
+    compared with their correlation id too: every reader keeps the one rocprofiler-sdk
+    recorded for the marker call."""
     df = df.with_columns(pl.col(pl.Categorical).cast(pl.String)).select(
         pl.col(c).cast(t) for c, t in COMPARE.items()
     )
-    df = df.with_columns(
-        ts=pl.col("ts") - pl.col("ts").min(),
-        corr=pl.when(HOST_MARKS).then(None).otherwise(pl.col("corr")),
+    return df.with_columns(ts=pl.col("ts") - pl.col("ts").min()).sort(
+        list(COMPARE), nulls_last=True
     )
-    return df.sort(list(COMPARE), nulls_last=True)
 
 
 def _with_marks(events: pl.DataFrame) -> pl.DataFrame:
@@ -448,3 +447,34 @@ def test_rocpd_roctx_ranges_and_marks_round_trip(tmp_path: Path) -> None:
     assert marks["name"].cast(pl.String).to_list() == [
         "decode_step_0", "token_ready", "decode_step_1", "token_ready",
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("domain", ["MARKER_CORE_API", "MARKER_CORE_RANGE_API"])
+def test_csv_and_rocpd_of_one_run_agree(tmp_path: Path, domain: str) -> None:
+    """The CSV set and the rocpd file of one run give the same rows, roctx ranges and marks
+    with the same correlation id: rocprofiler-sdk writes ``correlation_id.internal`` both as
+    the CSV ``Correlation_Id`` and as the rocpd ``rocpd_event.stack_id``."""
+    rocprof = pytest.importorskip("tracekit.parsers.rocprof")
+    events = _with_marks(build_scenario(steps=2, layers=2).events)
+    write_rocprofv3_csv(events, tmp_path / "csv", "4242", marker_domain=domain)
+    from_csv = rocprof.ROCPROFV3_CSV.parse(tmp_path / "csv")
+    from_db = rocprof.ROCPD.parse(write_rocpd(events, tmp_path / "run.db"))
+    assert from_csv.meta["clock"] == from_db.meta["clock"]
+    cols = ["ts", "dur", "kind", "name", "device", "stream", "tid", "corr"]
+
+    def rows(tl: Timeline) -> pl.DataFrame:
+        df = tl.df.with_columns(pl.col(pl.Categorical).cast(pl.String))
+        host = pl.col("device") == -1
+        return df.select(*cols, pid=pl.when(host).then("pid")).sort([*cols, "pid"], nulls_last=True)
+
+    csv_rows, db_rows = rows(from_csv), rows(from_db)
+    assert csv_rows.equals(db_rows)
+    kinds = dict(db_rows.group_by("kind").len().iter_rows())
+    assert kinds == {"api": 124, "kernel": 74, "memcpy": 4, "range": 2, "marker": 2}
+    marks = db_rows.filter(pl.col("kind").is_in(["range", "marker"])).sort("ts")
+    assert marks.select("kind", "name", "corr").rows() == [
+        ("range", "decode_step_0", 1125), ("marker", "token_ready", 1126),
+        ("range", "decode_step_1", 1127), ("marker", "token_ready", 1128),
+    ]  # fmt: skip
+    launches = db_rows.filter(pl.col("name") == "hipLaunchKernel")["corr"]
+    assert launches.is_in(marks["corr"].implode()).sum() == 0  # marker ids link no launch
