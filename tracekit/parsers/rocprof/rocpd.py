@@ -7,13 +7,15 @@ This reader reads every uuid set's own tables directly — the plain ``rocpd_*``
 ``SELECT *`` over them, so the rows are the same, and a merged file with several sets is
 read whole — and falls back to the plain views when a file has no suffixed tables.
 
-Rows: kernel dispatches (names from the kernel symbols, agent -> GPU index, queue ->
-stream, grid/workgroup/LDS/scratch/VGPR/SGPR in args), regions (HIP/HSA/RCCL/… API calls as
-``api``, roctx markers as ``range``, or ``marker`` when start == end) and memory copies.
-``corr`` is the internal correlation id (``rocpd_event.stack_id``), which an API call shares
-with the kernels and copies it enqueued; the external id (``correlation_id``, 0 unless a
-tool pushed one) goes to args as ``ext_corr``. Timestamps are CLOCK_BOOTTIME ns: ts 0 is
-the first event, ``meta["clock"]`` keeps the boot-time value of ts 0, ``origin_ns`` is None.
+Rows (:mod:`.rocpd_rows`): kernel dispatches (names from the kernel symbols, agent -> GPU
+index, queue -> stream, grid/workgroup/LDS/scratch/VGPR/SGPR in args), regions (HIP/HSA/
+RCCL/… API calls as ``api``, roctx markers as ``range``, or ``marker`` when start == end)
+and memory copies. ``corr`` is the internal correlation id (``rocpd_event.stack_id``),
+which an API call shares with the kernels and copies it enqueued; roctx rows keep theirs
+too, as rocprofv3 writes it in the CSV ``Correlation_Id`` column. The external id
+(``correlation_id``, 0 unless a tool pushed one) goes to args as ``ext_corr``. Timestamps
+are CLOCK_BOOTTIME ns: ts 0 is the first event, ``meta["clock"]`` keeps the boot-time value
+of ts 0, ``origin_ns`` is None.
 """
 
 from __future__ import annotations
