@@ -34,6 +34,25 @@ def real_files(vendor: str, *patterns: str) -> list[pytest.param]:
     return [pytest.param(p, id=f"{p.parent.name}/{p.name}") for p in files]
 
 
+def real_file(vendor: str, rel: str) -> Path:
+    """One real trace below ``$TRACEKIT_REAL_TRACES/vendor``; the test skips without it."""
+    root = real_root()
+    if root is None:
+        pytest.skip(f"{REAL_ENV} not set")
+    path = root / vendor / rel
+    if not path.exists():
+        pytest.skip(f"{path} missing")
+    return path
+
+
+def one_line(exc: pytest.ExceptionInfo[Exception], *needles: str) -> None:
+    """The error is one line (no traceback, no continuation) and names every needle."""
+    message = str(exc.value)
+    assert "\n" not in message
+    for needle in needles:
+        assert needle in message, message
+
+
 def sha256(path: Path) -> str:
     """Digest of a file, to prove that tracekit never changes its input."""
     return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -23,7 +23,7 @@ from fixtures.rocprof_csv_writer import write_rocprofv3_csv
 from fixtures.rocprof_names import FILL_BUFFER
 from fixtures.rocprof_records import expected_timeline
 from fixtures.scenario import build_scenario
-from tests.conftest import real_root
+from tests.conftest import real_file
 from tracekit.timeline import Timeline
 
 KNOBS = [
@@ -102,16 +102,6 @@ def _quoted(line: str) -> list[bool]:
     return [f.startswith('"') for f in _fields(line)]
 
 
-def _real(rel: str) -> Path:
-    root = real_root()
-    if root is None:
-        pytest.skip("TRACEKIT_REAL_TRACES not set")
-    path = root / "amd" / rel
-    if not path.exists():
-        pytest.skip(f"{path} missing")
-    return path
-
-
 # -- CSV writer --------------------------------------------------------------------------------
 
 
@@ -124,7 +114,7 @@ def test_csv_headers_match_rocprofiler(csv_set: dict[str, Path]) -> None:
 
 @pytest.mark.parametrize("stem", sorted(REAL_CSV))
 def test_csv_header_and_quoting_equal_real_sample(csv_set: dict[str, Path], stem: str) -> None:
-    real = _raw_lines(_real(REAL_CSV[stem]))
+    real = _raw_lines(real_file("amd", REAL_CSV[stem]))
     mine = _raw_lines(csv_set[stem])
     assert mine[0] == real[0]
     assert _quoted(mine[1]) == _quoted(real[1])
@@ -285,7 +275,7 @@ def test_rocpd_schema_v3(rocpd_db: Path) -> None:
 
 
 def test_rocpd_schema_equals_real_sample(rocpd_db: Path) -> None:
-    real = _real(REAL_DB)
+    real = real_file("amd", REAL_DB)
     with _db(real) as a, _db(rocpd_db) as b:
         assert _master(b) == _master(a)
         assert b.execute("PRAGMA page_size").fetchone() == a.execute("PRAGMA page_size").fetchone()

@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.conftest import real_files, sha256, sql_rows
+from tests.conftest import one_line, real_files, sha256, sql_rows
 from tracekit.errors import TraceError
 from tracekit.load import Probe
 from tracekit.parsers import kineto
@@ -344,13 +344,6 @@ def test_stats_run_db_with_kern_and_roctx(tmp_path: Path) -> None:
 # -- bad input ------------------------------------------------------------------------------
 
 
-def _one_line(exc: pytest.ExceptionInfo[TraceError], *needles: str) -> None:
-    message = str(exc.value)
-    assert "\n" not in message
-    for needle in needles:
-        assert needle in message
-
-
 @pytest.mark.parametrize("folder", FOLDERS)
 def test_results_db_missing_its_tables(folder: Path, tmp_path: Path) -> None:
     db = tmp_path / "results.db"
@@ -363,7 +356,7 @@ def test_results_db_missing_its_tables(folder: Path, tmp_path: Path) -> None:
     con.close()
     with pytest.raises(TraceError) as exc:
         ROCPROF_V1_DB.parse(db)
-    _one_line(exc, "none of the rocprof tables", "results.db")
+    one_line(exc, "none of the rocprof tables", "results.db")
 
 
 def test_results_db_with_empty_tables(tmp_path: Path) -> None:
@@ -377,7 +370,7 @@ def test_results_db_with_empty_tables(tmp_path: Path) -> None:
     assert ROCPROF_V1_DB.sniff(Probe(db))
     with pytest.raises(TraceError) as exc:
         ROCPROF_V1_DB.parse(db)
-    _one_line(exc, "holds no rows")
+    one_line(exc, "holds no rows")
 
 
 @pytest.mark.parametrize("folder", FOLDERS)
@@ -388,7 +381,7 @@ def test_truncated_results_json(folder: Path, tmp_path: Path) -> None:
     assert ROCPROF_V1_JSON.sniff(Probe(path))
     with pytest.raises(TraceError) as exc:
         ROCPROF_V1_JSON.parse(path)
-    _one_line(exc, "not valid JSON", "truncated")
+    one_line(exc, "not valid JSON", "truncated")
 
 
 def test_results_json_without_events(tmp_path: Path) -> None:
@@ -397,7 +390,7 @@ def test_results_json_without_events(tmp_path: Path) -> None:
     assert ROCPROF_V1_JSON.sniff(Probe(path))
     with pytest.raises(TraceError) as exc:
         ROCPROF_V1_JSON.parse(path)
-    _one_line(exc, "holds no events")
+    one_line(exc, "holds no events")
 
 
 def test_counter_csv_without_timestamps(tmp_path: Path) -> None:
@@ -410,4 +403,4 @@ def test_counter_csv_without_timestamps(tmp_path: Path) -> None:
     )
     with pytest.raises(TraceError) as exc:
         ROCPROF_V1_CSV.parse(path)
-    _one_line(exc, "counters only", "--timestamp on")
+    one_line(exc, "counters only", "--timestamp on")

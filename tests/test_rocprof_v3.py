@@ -18,7 +18,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from tests.conftest import real_files, real_root, sha256
+from tests.conftest import one_line, real_file, real_files, sha256
 from tracekit.errors import TraceError
 from tracekit.load import Probe
 from tracekit.parsers.kineto import KINETO
@@ -47,16 +47,6 @@ CSV_SETS = {
                                           f"{LLAMA}/decode_hip_api_trace.csv"],
 }  # fmt: skip
 MARKER_DOMAINS = {"MARKER_CORE_API", "MARKER_CORE_RANGE_API"}
-
-
-def _amd(rel: str) -> Path:
-    root = real_root()
-    if root is None:
-        pytest.skip("TRACEKIT_REAL_TRACES not set")
-    path = root / "amd" / rel
-    if not path.exists():
-        pytest.skip(f"{path} missing")
-    return path
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -105,8 +95,8 @@ def _timeline_rows(timeline: Any) -> Counter[tuple[Any, ...]]:
 
 @pytest.mark.parametrize("rel", sorted(CSV_SETS))
 def test_csv_rows_equal_csv_module(rel: str) -> None:
-    path = _amd(rel)
-    files = [_amd(f) for f in CSV_SETS[rel]]
+    path = real_file("amd", rel)
+    files = [real_file("amd", f) for f in CSV_SETS[rel]]
     digests = [sha256(f) for f in files]
     assert ROCPROFV3_CSV.sniff(Probe(path))
     timeline = ROCPROFV3_CSV.parse(path)
@@ -140,7 +130,7 @@ def test_kernel_counts_and_ns_per_name(path: Path) -> None:
 
 
 def test_markers_ranges_and_instants() -> None:
-    df = ROCPROFV3_CSV.parse(_amd(f"{DOCS}/marker_api_trace.csv")).df
+    df = ROCPROFV3_CSV.parse(real_file("amd", f"{DOCS}/marker_api_trace.csv")).df
     markers = df.filter(kind="marker")
     assert sorted(markers["name"].cast(str)) == ["after hipLaunchKernel", "before hipLaunchKernel"]
     assert set(markers["dur"]) == {0}
@@ -151,14 +141,14 @@ def test_markers_ranges_and_instants() -> None:
 
 
 def test_folder_with_several_runs_loads_the_largest() -> None:
-    timeline = ROCPROFV3_CSV.parse(_amd(LLAMA))
+    timeline = ROCPROFV3_CSV.parse(real_file("amd", LLAMA))
     assert any("'prefill'" in w and "'decode'" in w for w in timeline.meta["warnings"])
     kernels = timeline.df.filter(kind="kernel")
     assert dict(kernels.group_by("stream").len().iter_rows()) == {2: 1123, 1: 5}
 
 
 def test_agent_info_sample_alone_gives_devices() -> None:
-    timeline = ROCPROFV3_CSV.parse(_amd(AGENTS))
+    timeline = ROCPROFV3_CSV.parse(real_file("amd", AGENTS))
     assert len(timeline) == 0
     devices = timeline.meta["devices"]
     assert [d["index"] for d in devices] == list(range(8))
@@ -170,7 +160,7 @@ def test_agent_info_sample_alone_gives_devices() -> None:
 
 
 def test_both_quoting_styles_read_the_same(tmp_path: Path) -> None:
-    src = _amd(f"{LLAMA}/decode_kernel_trace.csv")  # every field quoted
+    src = real_file("amd", f"{LLAMA}/decode_kernel_trace.csv")  # every field quoted
     rows = _rows(src)
     plain = tmp_path / "x_kernel_trace.csv"
     with plain.open("w", newline="") as fh:  # rocprofv3's own style: text quoted only
@@ -212,7 +202,7 @@ def _kernel(agent: Any, queue: int, name: str, corr: int, start: int, end: int) 
 
 
 def test_agent_labels_map_to_gpu_index(tmp_path: Path) -> None:
-    (tmp_path / "r_agent_info.csv").write_bytes(_amd(AGENTS).read_bytes())
+    (tmp_path / "r_agent_info.csv").write_bytes(real_file("amd", AGENTS).read_bytes())
     _write(tmp_path / "r_kernel_trace.csv", KERNEL_HEADER, [
         _kernel("Agent 2", 1, "gemm", 1, 1000, 1500), _kernel("Agent 5", 2, "gemm", 2, 1100, 1300),
         _kernel("Agent 9", 1, "norm", 3, 1200, 1200),
@@ -317,13 +307,6 @@ def test_negative_durations_clamped_and_counted(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- bad CSV input
 
 
-def _one_line(exc: pytest.ExceptionInfo[TraceError], *needles: str) -> None:
-    message = str(exc.value)
-    assert "\n" not in message
-    for needle in needles:
-        assert needle in message, message
-
-
 def test_missing_required_columns(tmp_path: Path) -> None:
     header = [c for c in KERNEL_HEADER if c not in ("Start_Timestamp", "Queue_Id")]
     path = _write(tmp_path / "m_kernel_trace.csv", header, [["KERNEL_DISPATCH", "Agent 1"]])
@@ -331,7 +314,7 @@ def test_missing_required_columns(tmp_path: Path) -> None:
     assert ROCPROFV3_CSV.sniff(Probe(path))
     with pytest.raises(TraceError) as exc:
         ROCPROFV3_CSV.parse(path)
-    _one_line(exc, str(path), "Queue_Id", "Start_Timestamp", "kernel trace")
+    one_line(exc, str(path), "Queue_Id", "Start_Timestamp", "kernel trace")
     assert sha256(path) == before
 
 
@@ -340,11 +323,11 @@ def test_empty_and_header_only_kernel_csv(tmp_path: Path) -> None:
     empty.write_bytes(b"")
     with pytest.raises(TraceError) as exc:
         ROCPROFV3_CSV.parse(empty)
-    _one_line(exc, "hold no rows", "e_kernel_trace.csv")
+    one_line(exc, "hold no rows", "e_kernel_trace.csv")
     header_only = _write(tmp_path / "h_kernel_trace.csv", KERNEL_HEADER, [])
     with pytest.raises(TraceError) as exc:
         ROCPROFV3_CSV.parse(header_only)
-    _one_line(exc, "hold no rows")
+    one_line(exc, "hold no rows")
     _write(
         tmp_path / "h_hip_api_trace.csv",
         API_HEADER,
@@ -361,7 +344,7 @@ def test_garbage_in_a_number_column(tmp_path: Path) -> None:
     path = _write(tmp_path / "g_kernel_trace.csv", KERNEL_HEADER, [row])
     with pytest.raises(TraceError) as exc:
         ROCPROFV3_CSV.parse(path)
-    _one_line(exc, "cannot read as a rocprofv3 kernel trace")
+    one_line(exc, "cannot read as a rocprofv3 kernel trace")
 
 
 def test_csv_sniff_claims_only_rocprofv3(tmp_path: Path) -> None:
@@ -386,7 +369,7 @@ def test_csv_sniff_claims_only_rocprofv3(tmp_path: Path) -> None:
 
 
 def test_json_sample_equals_json_module() -> None:
-    path = _amd(JSON_SAMPLE)
+    path = real_file("amd", JSON_SAMPLE)
     before = sha256(path)
     doc = json.loads(gzip.decompress(path.read_bytes()))["rocprofiler-sdk-tool"][0]
     symbols = {s["kernel_id"]: s["formatted_kernel_name"] for s in doc["kernel_symbols"]}
@@ -517,18 +500,18 @@ def test_json_truncated_and_garbage(tmp_path: Path) -> None:
     assert ROCPROFV3_JSON.sniff(Probe(cut))
     with pytest.raises(TraceError) as exc:
         ROCPROFV3_JSON.parse(cut)
-    _one_line(exc, "not valid JSON", "truncated")
+    one_line(exc, "not valid JSON", "truncated")
     gz = tmp_path / "cut_results.json.gz"
     blob = gzip.compress(text)
     gz.write_bytes(blob[: len(blob) // 2])
     with pytest.raises(TraceError) as exc:
         ROCPROFV3_JSON.parse(gz)
-    _one_line(exc, "truncated or corrupt")
+    one_line(exc, "truncated or corrupt")
     garbage = tmp_path / "g_results.json"
     garbage.write_bytes(b'{"rocprofiler-sdk-tool": [{"agents": "many"}]}')
     with pytest.raises(TraceError) as exc:
         ROCPROFV3_JSON.parse(garbage)
-    _one_line(exc, "not rocprofv3 output")
+    one_line(exc, "not rocprofv3 output")
 
 
 def test_json_sniff_rejects_other_json(tmp_path: Path) -> None:
@@ -540,7 +523,7 @@ def test_json_sniff_rejects_other_json(tmp_path: Path) -> None:
     assert not ROCPROFV3_JSON.sniff(Probe(kineto)) and not ROCPROFV3_JSON.sniff(Probe(config))
     with pytest.raises(TraceError) as exc:
         ROCPROFV3_JSON.parse(config)
-    _one_line(exc, "not rocprofv3 JSON output")
+    one_line(exc, "not rocprofv3 JSON output")
 
 
 @pytest.mark.parametrize("path", real_files("amd", "kineto_*/*.json.gz", "kineto_*/*.json"))
