@@ -1,4 +1,4 @@
-"""The `tracekit` command line (typer): info, summary, convert, demo."""
+"""The `tracekit` command line (typer): info, summary, analyze, rules, convert, demo."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from typing import Annotated, Any, TypeVar
 
 import msgspec
 import typer
-from rich.console import Console
+from rich.console import Console, Group
+from rich.text import Text
 
 from tracekit import stats
 from tracekit.errors import TraceError
@@ -35,6 +36,20 @@ TraceArg = Annotated[Path, typer.Argument(help="Trace file (nsys .sqlite/.nsys-r
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 FormatOpt = Annotated[
     str | None, typer.Option("--format", help="Force a parser instead of sniffing the content.")
+]
+RulesOpt = Annotated[
+    str | None, typer.Option("--rules", help="Comma-separated rule ids (default: all).")
+]
+MarkerOpt = Annotated[
+    str | None,
+    typer.Option("--step-marker", help="Regex over host range names that marks decode steps."),
+]
+PatternsOpt = Annotated[
+    Path | None, typer.Option("--patterns", help="TOML file of extra taxonomy entries.")
+]
+OptionOpt = Annotated[
+    list[str] | None,
+    typer.Option("--option", "-O", help="Rule option RULE.KEY=VALUE (repeatable)."),
 ]
 
 
@@ -110,6 +125,29 @@ def info(trace: TraceArg, json: JsonOpt = False, format: FormatOpt = None) -> No
         terminal.print_renderable(terminal.render_info(data))
 
 
+def _rule_options(options: list[str] | None) -> dict[str, dict[str, str]]:
+    """``RULE.KEY=VALUE`` strings -> {rule: {key: value}} (values typed by the rule)."""
+    out: dict[str, dict[str, str]] = {}
+    for item in options or []:
+        head, sep, value = item.partition("=")
+        rule, dot, key = head.partition(".")
+        if not (sep and dot and rule and key):
+            raise TraceError(
+                f"--option {item!r}: expected RULE.KEY=VALUE, e.g. bubbles.report_ns=50000"
+            )
+        out.setdefault(rule.strip(), {})[key.strip()] = value.strip()
+    return out
+
+
+def _analyze(timeline: Timeline, rules: str | None, marker: str | None,
+             patterns: Path | None, options: list[str] | None) -> dict[str, Any]:  # fmt: skip
+    from tracekit.analysis import analyze
+
+    ids = None if rules is None else [r.strip() for r in rules.split(",") if r.strip()]
+    result = analyze(timeline, ids, _rule_options(options), step_marker=marker, patterns=patterns)
+    return result.to_dict()
+
+
 @app.command()
 @one_line_errors
 def summary(
@@ -117,13 +155,70 @@ def summary(
     json: JsonOpt = False,
     top: Annotated[int, typer.Option(min=1, help="How many kernels to list.")] = 15,
     format: FormatOpt = None,
+    rules: RulesOpt = None,
+    step_marker: MarkerOpt = None,
+    patterns: PatternsOpt = None,
+    option: OptionOpt = None,
 ) -> None:
-    """Device busy time per kind and stream, and the top kernels."""
-    data = stats.summary(read_trace(trace, format), top=top)
+    """Device busy time per kind and stream, the top kernels, per-step metrics and findings."""
+    from tracekit.reports import steps_terminal
+
+    timeline = read_trace(trace, format)
+    data = stats.summary(timeline, top=top)
+    analysis = _analyze(timeline, rules, step_marker, patterns, option)
+    if json:
+        _print_json({**data, **{k: analysis[k] for k in ("steps", "step_metrics", "findings")}})
+        return
+    terminal.print_renderable(terminal.render_summary(data, _name_width()))
+    terminal.print_renderable(Group(Text(), steps_terminal.render_analysis(analysis)))
+
+
+@app.command()
+@one_line_errors
+def analyze(
+    trace: TraceArg,
+    json: JsonOpt = False,
+    format: FormatOpt = None,
+    rules: RulesOpt = None,
+    step_marker: MarkerOpt = None,
+    patterns: PatternsOpt = None,
+    option: OptionOpt = None,
+) -> None:
+    """Find decode steps, measure each step and run the rules; print metrics and findings."""
+    from tracekit.reports import steps_terminal
+
+    data = _analyze(read_trace(trace, format), rules, step_marker, patterns, option)
     if json:
         _print_json(data)
     else:
-        terminal.print_renderable(terminal.render_summary(data, _name_width()))
+        terminal.print_renderable(steps_terminal.render_analysis(data))
+
+
+@app.command(name="rules")
+@one_line_errors
+def list_rules(json: JsonOpt = False) -> None:
+    """The rules tracekit runs (built-in and plugins): what they detect, options, examples."""
+    import inspect
+
+    from tracekit.rules.registry import available
+
+    docs = []
+    for rule in available().values():
+        docs.append({
+            "id": rule.id, "name": rule.name, "doc": inspect.cleandoc(rule.__doc__ or ""),
+            "options": {k: {"default": v, "help": rule.option_help.get(k, "")}
+                        for k, v in rule.options.items()},
+        })  # fmt: skip
+    if json:
+        _print_json(docs)
+        return
+    for doc in docs:
+        typer.echo(f"{doc['id']} - {doc['name']}")
+        for line in doc["doc"].splitlines():
+            typer.echo(f"    {line}".rstrip())
+        for key, opt in doc["options"].items():
+            typer.echo(f"    option {doc['id']}.{key} = {opt['default']!r}: {opt['help']}")
+        typer.echo("")
 
 
 @app.command()

@@ -82,3 +82,62 @@ def gaps(df: pl.DataFrame | pl.LazyFrame, keys: Sequence[str] = ()) -> pl.DataFr
         prev_end = prev_end.over(keys)
     out = merged.with_columns(gap_start=prev_end).filter(pl.col("gap_start").is_not_null())
     return out.select(*keys, start=pl.col("gap_start"), end=pl.col("start"))
+
+
+def _segments(a: pl.DataFrame, b: pl.DataFrame, keys: list[str]) -> pl.LazyFrame:
+    """Elementary segments ``[start, end)`` per key with flags ``in_a`` / ``in_b``.
+
+    ``a`` and ``b`` are merged interval sets (``*keys, start, end``); a sweep over their
+    boundaries (+1 at a start, -1 at an end) gives the coverage of each segment.
+    """
+
+    def edges(frame: pl.DataFrame, in_a: int, in_b: int) -> list[pl.LazyFrame]:
+        return [
+            frame.lazy().select(
+                *keys, pos=pl.col(col), da=pl.lit(sign * in_a), db=pl.lit(sign * in_b)
+            )
+            for col, sign in (("start", 1), ("end", -1))
+        ]
+
+    by_pos = (
+        pl.concat([*edges(a, 1, 0), *edges(b, 0, 1)])
+        .group_by([*keys, "pos"])
+        .agg(pl.col("da").sum(), pl.col("db").sum())
+        .sort([*keys, "pos"])
+    )
+    over = (lambda e: e.over(keys)) if keys else (lambda e: e)
+    return by_pos.with_columns(
+        end=over(pl.col("pos").shift(-1)),
+        in_a=over(pl.col("da").cum_sum()) > 0,
+        in_b=over(pl.col("db").cum_sum()) > 0,
+    ).filter(pl.col("end").is_not_null() & (pl.col("end") > pl.col("pos")))
+
+
+def _combine(a: pl.DataFrame | pl.LazyFrame, b: pl.DataFrame | pl.LazyFrame,
+             keys: Sequence[str], keep: pl.Expr) -> pl.DataFrame:  # fmt: skip
+    keys = list(keys)
+    segments = _segments(merge(a, keys), merge(b, keys), keys).filter(keep)
+    picked = segments.select(*keys, ts=pl.col("pos"), dur=pl.col("end") - pl.col("pos"))
+    return merge(picked, keys)
+
+
+def intersect(a: pl.DataFrame | pl.LazyFrame, b: pl.DataFrame | pl.LazyFrame,
+              keys: Sequence[str] = ()) -> pl.DataFrame:  # fmt: skip
+    """Where both interval sets are covered, per group (``*keys, start, end``, merged).
+
+    Inputs have ``ts`` and ``dur`` (and the key columns)."""
+    return _combine(a, b, keys, pl.col("in_a") & pl.col("in_b"))
+
+
+def subtract(a: pl.DataFrame | pl.LazyFrame, b: pl.DataFrame | pl.LazyFrame,
+             keys: Sequence[str] = ()) -> pl.DataFrame:  # fmt: skip
+    """Where ``a`` is covered and ``b`` is not, per group (``*keys, start, end``, merged)."""
+    return _combine(a, b, keys, pl.col("in_a") & ~pl.col("in_b"))
+
+
+def lengths(intervals: pl.DataFrame, keys: Sequence[str] = (), name: str = "ns") -> pl.DataFrame:
+    """Summed ``end - start`` per group of ``keys`` of merged intervals (column ``name``)."""
+    total = (pl.col("end") - pl.col("start")).sum().alias(name)
+    if not keys:
+        return intervals.select(total)
+    return intervals.group_by(list(keys)).agg(total)

@@ -1,0 +1,109 @@
+"""Rule registry: plugins through entry points, options, and the analyze / rules commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+import tracekit
+from fixtures.nsys_writer import write_nsys_sqlite
+from fixtures.scenario import build_scenario
+from tests.conftest import run_cli
+from tracekit.errors import TraceError
+from tracekit.rules import registry
+from tracekit.rules.base import Context, Finding, Rule
+
+
+class LongKernels(Rule):
+    """Kernels longer than ``min_ns`` (a test plugin)."""
+
+    id: ClassVar[str] = "long-kernels"
+    name: ClassVar[str] = "long kernels"
+    options: ClassVar[dict] = {"min_ns": 100_000}
+
+    def run(self, ctx: Context) -> list[Finding]:
+        long = ctx.work.filter(ctx.work["dur"] >= self.opts["min_ns"])
+        return [self.finding("info", f"{long.height} long kernels", "", metrics={"n": long.height})]
+
+
+class _Point:
+    name, value = "long-kernels", "tests.test_rules_registry:LongKernels"
+
+    def load(self) -> type[Rule]:
+        return LongKernels
+
+
+@pytest.fixture
+def plugin(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        registry, "entry_points", lambda group: [_Point()] if group == registry.GROUP else []
+    )
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    sc = build_scenario(steps=3, layers=2, idle_bubble_ns=100_000)
+    return write_nsys_sqlite(sc.events, tmp_path_factory.mktemp("t") / "t.sqlite")
+
+
+def test_plugin_rule_runs_with_its_options(plugin: None, trace: Path) -> None:
+    assert list(registry.available()) == ["overlap", "fallback", "mc2", "bubbles", "long-kernels"]
+    timeline = tracekit.load(trace)
+    [finding] = tracekit.analyze(timeline, ["long-kernels"]).findings
+    kernels = timeline.df.filter(timeline.df["kind"] == "kernel")
+    lm_head = kernels.filter(kernels["dur"] >= 100_000).height
+    assert finding.metrics == {"n": lm_head} and lm_head > 0  # LM head GEMMs
+    opts = {"long-kernels": {"min_ns": 10**9}}
+    [none] = tracekit.analyze(timeline, ["long-kernels"], opts).findings
+    assert none.metrics == {"n": 0}
+
+
+def test_option_and_rule_errors(trace: Path) -> None:
+    timeline = tracekit.load(trace)
+    with pytest.raises(TraceError, match="unknown rule"):
+        tracekit.analyze(timeline, ["nope"])
+    with pytest.raises(TraceError, match="unknown option"):
+        tracekit.analyze(timeline, ["bubbles"], {"bubbles": {"colour": 1}})
+    with pytest.raises(TraceError, match="must be int"):
+        tracekit.analyze(timeline, ["bubbles"], {"bubbles": {"report_ns": "many"}})
+    with pytest.raises(TraceError, match="not selected"):
+        tracekit.analyze(timeline, ["bubbles"], {"mc2": {"max_gap_ns": 1}})
+
+
+def test_analyze_json_and_options_on_the_command_line(trace: Path) -> None:
+    done = run_cli("analyze", str(trace), "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["steps"]["method"] == "marker" and data["steps"]["count"] == 3
+    assert [f["rule"] for f in data["findings"]] == ["bubbles"]
+    assert data["findings"][0]["metrics"]["largest_bubble_ns"] == 100_000
+    quiet = run_cli("analyze", str(trace), "--json", "-O", "bubbles.report_ns=200000",
+                    "-O", "bubbles.report_share=0.5")  # fmt: skip
+    assert json.loads(quiet.stdout)["findings"] == []
+    bad = run_cli("analyze", str(trace), "-O", "bubbles=1")
+    assert bad.returncode == 2 and "RULE.KEY=VALUE" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_rules_command_documents_every_rule() -> None:
+    done = run_cli("rules", "--json")
+    assert done.returncode == 0
+    docs = {d["id"]: d for d in json.loads(done.stdout)}
+    assert set(docs) == {"overlap", "fallback", "mc2", "bubbles"}
+    for doc in docs.values():
+        text = " ".join(doc["doc"].split())
+        assert "Triggers:" in text and "Clean:" in text and "Why it matters" in text
+        assert all(opt["help"] for opt in doc["options"].values())
+    text = run_cli("rules").stdout
+    assert "option bubbles.report_ns = 20000" in text
+
+
+def test_summary_shows_steps_and_findings(trace: Path) -> None:
+    done = run_cli("summary", str(trace), "--json")
+    data = json.loads(done.stdout)
+    assert len(data["step_metrics"]) == 3 and data["findings"][0]["rule"] == "bubbles"
+    text = run_cli("summary", str(trace)).stdout
+    assert "steps: 3 by marker" in text and "[bubbles] rank 0 dev 0 step 1" in text

@@ -1,0 +1,101 @@
+"""Taxonomy: categories and flags from the tables, user patterns, vendors, bad tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from fixtures.scenario import KERNELS
+from fixtures.step_truth import ROLE_CATEGORY
+from tracekit.errors import TraceError
+from tracekit.taxonomy import classify, load_patterns, vendor_of
+
+
+def _rows(names: list[str], kind: str = "kernel", engine: str | None = None) -> pl.DataFrame:
+    return pl.DataFrame({"name": names, "kind": [kind] * len(names),
+                         "engine": [engine] * len(names), "device": [0] * len(names)})  # fmt: skip
+
+
+def _one(name: str, vendor: str | None = "nvidia", **kw: str) -> dict:
+    return classify(_rows([name], **kw), vendor).row(0, named=True)
+
+
+def test_scenario_kernels_get_their_hand_labelled_category_and_flags() -> None:
+    out = classify(_rows([k.name for k in KERNELS.values()]), "nvidia")
+    got = out.select("category", "is_comm", "is_fused_comm", "is_fallback").rows()
+    want = [(ROLE_CATEGORY[r], k.comm, k.fused_comm, k.fallback) for r, k in KERNELS.items()]
+    assert got == want
+
+
+@pytest.mark.parametrize(
+    ("name", "category", "comm", "fused"),
+    [
+        ("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "comm", True, False),
+        ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", "comm", True, False),
+        ("nccl_utils::pack_kernel<float>", "other", False, False),  # not by the prefix alone
+        ("hcom_allReduce__586_0_1", "comm", True, False),
+        ("MoeDistributeDispatchV2", "comm", True, True),
+        ("MatmulAllReduce", "comm", True, True),
+        ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(...)", "comm", True, False),
+        ("FlashAttentionScore", "attention", False, False),
+        ("GroupedMatmul", "moe", False, False),
+        ("Cijk_Alik_Bljk_HHS_BH_MT128x128x32", "gemm", False, False),
+        ("void deep_gemm::fp8_gemm_kernel<128u>", "gemm", False, False),
+        ("triton_poi_fused_add_3", "elementwise", False, False),
+        ("AddRmsNorm", "norm", False, False),
+    ],
+)
+def test_names(name: str, category: str, comm: bool, fused: bool) -> None:
+    row = _one(name)
+    assert (row["category"], row["is_comm"], row["is_fused_comm"]) == (category, comm, fused)
+
+
+def test_fallbacks_by_vendor_engine_and_name() -> None:
+    assert _one("triton_poi_fused_add_3", "amd")["is_fallback"]
+    assert not _one("triton_poi_fused_add_3", "nvidia")["is_fallback"]
+    assert _one("IndexPutV2", "ascend", engine="ai_cpu")["is_fallback"]
+    assert _one("DropOutDoMaskAiCpu", "ascend", engine="aic")["is_fallback"]
+    assert not _one("MoeDistributeDispatchV2<Fused>Aicpu", "ascend")["is_fallback"]  # MC² phase
+    assert not _one("aten::add", "nvidia", kind="op")["is_fallback"]  # host rows: no flags
+    assert _one("Memcpy HtoD", kind="memcpy")["category"] == "memory"
+    assert _one("HcclTask", "ascend", kind="comm")["is_comm"]
+
+
+def test_user_patterns_come_first(tmp_path: Path) -> None:
+    extra = tmp_path / "mine.toml"
+    extra.write_text('[[category]]\nmatch = "^my_fused_ar"\ncategory = "comm"\nfused_comm = true\n'
+                     '[[fallback]]\nmatch = "slow_path"\n')  # fmt: skip
+    table = load_patterns(extra)
+    out = classify(_rows(["my_fused_ar_kernel", "gemm_slow_path"]), "nvidia", table)
+    assert out.select("category", "is_fused_comm", "is_comm", "is_fallback").rows() == [
+        ("comm", True, True, False),
+        ("gemm", False, False, True),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("[[category]]\nmatch = '('\n", "bad regular expression"),
+        ("[[category]]\nmatch = 'x'\ncategory = 'gemmm'\n", "unknown category 'gemmm'"),
+        ("[[category]]\ncategory = 'gemm'\n", "needs match, kinds or engines"),
+        ("[[category]]\nmatch = 'x'\ncolour = 'red'\n", "unknown key(s) colour"),
+        ("[[kernels]]\nmatch = 'x'\n", "unknown table(s) kernels"),
+        ("[[category]\n", "not valid TOML"),
+    ],
+)
+def test_bad_pattern_files_fail_in_one_line(tmp_path: Path, text: str, needle: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(TraceError, match=needle.replace("(", r"\(").replace(")", r"\)")):
+        load_patterns(path)
+
+
+def test_vendor_from_metadata() -> None:
+    assert vendor_of({"devices": [{"vendor": "AMD"}]}) == "amd"
+    assert vendor_of({"format": "msprof"}) == "ascend"
+    assert vendor_of({"format": "nsys"}) == "nvidia"
+    assert vendor_of({"format": "kineto", "producer": {"backend": "roctracer"}}) == "amd"
+    assert vendor_of({}) is None

@@ -1,0 +1,121 @@
+"""Per-step metrics: one row per (rank, device, step), all by interval algebra over columns.
+
+Unions, intersections and gaps use the rows clipped to the step's window; summed durations
+(fallback, fused communication, categories) use the rows' own durations.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from tracekit.intervals import gaps, intersect, lengths, merge, subtract
+from tracekit.taxonomy import CATEGORIES
+
+KEY = ["rank", "device", "step"]
+# Compute: kernels that are neither communication nor copies/fills (AMD memsets are kernels).
+IS_COMPUTE = (
+    (pl.col("kind").cast(pl.String) == "kernel")
+    & ~pl.col("is_comm")
+    & (pl.col("category") != "memory")
+)
+MIN_BUBBLE_NS = 2_000
+METRIC_COLUMNS = (
+    "rank",
+    "device",
+    "step",
+    "start",
+    "dur",
+    "busy_ns",
+    "idle_ns",
+    "compute_ns",
+    "comm_ns",
+    "exposed_comm_ns",
+    "comm_overlap_ratio",
+    "fallback_ns",
+    "fallback_share",
+    "fused_comm_ns",
+    "bubble_ns",
+    "bubble_count",
+    "largest_bubble_ns",
+    "comm_bubble_ns",
+    *(f"cat_{c}_ns" for c in CATEGORIES),
+)
+
+
+def clipped(work: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    """Work rows of each step cut to the step's window (rows wholly outside are dropped)."""
+    rows = work.join(windows.select(*KEY, "start", "end"), on=KEY, how="inner")
+    rows = rows.with_columns(
+        _s=pl.max_horizontal("ts", "start"),
+        _e=pl.min_horizontal(pl.col("ts") + pl.col("dur"), pl.col("end")),
+    )
+    rows = rows.filter(pl.col("_e") > pl.col("_s"))
+    return rows.with_columns(ts=pl.col("_s"), dur=pl.col("_e") - pl.col("_s")).drop(
+        "_s", "_e", "start", "end"
+    )
+
+
+def _length(frame: pl.DataFrame, name: str) -> pl.DataFrame:
+    return lengths(frame, KEY, name)
+
+
+def _bubbles(rows: pl.DataFrame, min_bubble_ns: int) -> pl.DataFrame:
+    idle = gaps(rows, KEY).with_columns(ns=pl.col("end") - pl.col("start"))
+    idle = idle.filter(pl.col("ns") >= min_bubble_ns)
+    return idle.group_by(KEY).agg(
+        bubble_ns=pl.col("ns").sum(),
+        bubble_count=pl.len().cast(pl.Int64),
+        largest_bubble_ns=pl.col("ns").max(),
+    )
+
+
+def step_metrics(
+    work: pl.DataFrame, windows: pl.DataFrame, min_bubble_ns: int = MIN_BUBBLE_NS
+) -> pl.DataFrame:
+    """The metrics table (columns :data:`METRIC_COLUMNS`) from classified, assigned work rows
+    (``tracekit.steps.assign`` after ``tracekit.taxonomy.classify``) and their windows."""
+    rows = clipped(work, windows)
+    comm = rows.filter(pl.col("is_comm"))
+    compute = rows.filter(IS_COMPUTE)
+    not_comm = rows.filter(~pl.col("is_comm"))
+    comm_alone = subtract(comm, not_comm, KEY).with_columns(ns=pl.col("end") - pl.col("start"))
+    comm_bubbles = (
+        comm_alone.filter(pl.col("ns") >= min_bubble_ns)
+        .group_by(KEY)
+        .agg(comm_bubble_ns=pl.col("ns").sum())
+    )
+    own = work.filter(pl.col("step").is_not_null())
+    sums = own.group_by(KEY).agg(
+        pl.col("dur").filter(pl.col("is_fallback")).sum().alias("fallback_ns"),
+        pl.col("dur").filter(pl.col("is_fused_comm")).sum().alias("fused_comm_ns"),
+        pl.col("dur").filter(IS_COMPUTE).sum().alias("_compute_sum"),
+        *(
+            pl.col("dur").filter(pl.col("category") == c).sum().alias(f"cat_{c}_ns")
+            for c in CATEGORIES
+        ),
+    )
+    parts = [
+        _length(merge(rows, KEY), "busy_ns"),
+        _length(merge(compute, KEY), "compute_ns"),
+        _length(merge(comm, KEY), "comm_ns"),
+        _length(subtract(comm, compute, KEY), "exposed_comm_ns"),
+        _length(intersect(comm, compute, KEY), "_overlap_ns"),
+        _bubbles(rows, min_bubble_ns),
+        comm_bubbles,
+        sums,
+    ]
+    out = windows.select(*KEY, "start", "dur")
+    for part in parts:
+        out = out.join(part, on=KEY, how="left")
+    zero = [c for c in out.columns if c.endswith("_ns") or c == "bubble_count"]
+    out = out.with_columns(pl.col(zero).fill_null(0).cast(pl.Int64))
+    out = out.with_columns(
+        idle_ns=pl.col("dur") - pl.col("busy_ns"),
+        comm_overlap_ratio=pl.when(pl.col("comm_ns") > 0).then(
+            pl.col("_overlap_ns") / pl.col("comm_ns")
+        ),
+        fallback_share=pl.when(pl.col("_compute_sum") > 0).then(
+            pl.col("fallback_ns") / pl.col("_compute_sum")
+        ),
+    )
+    return out.select(METRIC_COLUMNS).sort(KEY)

@@ -1,0 +1,76 @@
+"""Rich renderings of an analysis for a terminal: how steps were found, a per-step table
+and the findings. Trace text goes through :func:`printable` into plain ``Text`` cells."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from tracekit.reports.format import fmt_ns, fmt_pct, printable
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+_STEP_COLUMNS = {
+    "rank": "rank", "dev": "device", "step": "step", "dur": "dur", "busy": "busy_ns",
+    "compute": "compute_ns", "comm": "comm_ns", "exposed": "exposed_comm_ns",
+    "overlap": "comm_overlap_ratio", "fallback": "fallback_ns", "bubbles": "bubble_ns",
+}  # fmt: skip
+MAX_STEP_ROWS = 40
+
+
+def _cell(key: str, value: Any) -> Text:
+    if value is None:
+        return Text("-")
+    if key == "comm_overlap_ratio":
+        return Text(fmt_pct(value))
+    if key.endswith("_ns") or key == "dur":
+        return Text(fmt_ns(value))
+    return Text(printable(value))
+
+
+def render_steps(data: dict[str, Any]) -> Group:
+    """Step detection line plus one row per (rank, device, step), long traces abridged."""
+    steps = data["steps"]
+    head = Text(
+        f"steps: {steps['count']} by {steps['method']} (confidence {steps['confidence']}): "
+        f"{printable(steps['detail'])}"
+    )
+    table = Table(title="per step", title_justify="left", box=None, header_style="bold")
+    for heading in _STEP_COLUMNS:
+        table.add_column(heading, justify="right")
+    rows = data["step_metrics"]
+    shown = (
+        rows
+        if len(rows) <= MAX_STEP_ROWS
+        else rows[: MAX_STEP_ROWS // 2] + rows[-MAX_STEP_ROWS // 2 :]
+    )
+    for i, row in enumerate(shown):
+        if len(rows) > MAX_STEP_ROWS and i == MAX_STEP_ROWS // 2:
+            table.add_row(*[Text("…")] * len(_STEP_COLUMNS))
+        table.add_row(*(_cell(key, row.get(key)) for key in _STEP_COLUMNS.values()))
+    return Group(head, Text(), table)
+
+
+def render_findings(findings: list[dict[str, Any]]) -> Group:
+    """Findings, most severe first within each step, coloured by severity."""
+    if not findings:
+        return Group(Text("findings: none", style="green"))
+    lines: list[Any] = [Text(f"findings: {len(findings)}", style="bold")]
+    for f in findings:
+        where = "trace" if f["step"] is None else f"step {f['step']}"
+        if f.get("rank") is not None:
+            where = f"rank {f['rank']} dev {f['device']} {where}"
+        line = Text()
+        line.append(f"{f['severity']:>7} ", style=SEVERITY_STYLE.get(f["severity"], ""))
+        line.append(f"[{f['rule']}] {where}: ", style="bold")
+        line.append(printable(f["title"]))
+        lines.append(line)
+        lines.append(Text(f"         {printable(f['detail'])}", style="dim"))
+    return Group(*lines)
+
+
+def render_analysis(data: dict[str, Any]) -> Group:
+    """Steps and findings together (``tracekit analyze``)."""
+    return Group(render_steps(data), Text(), render_findings(data["findings"]))

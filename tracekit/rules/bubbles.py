@@ -1,0 +1,152 @@
+"""Rule ``bubbles``: device idle stretches inside a step, each attributed to a cause."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import polars as pl
+
+from tracekit.intervals import gaps
+from tracekit.metrics import KEY, MIN_BUBBLE_NS, clipped
+from tracekit.rules.base import Context, Finding, Rule
+
+SYNC_API = r"(?i)synchroni[sz]e|EventSynchronize|StreamWait|aclrtSynchronize"
+
+
+def attributed_bubbles(ctx: Context, min_bubble_ns: int) -> pl.DataFrame:
+    """Idle gaps (``*KEY, start, end, ns``) with ``cause``: host-bound launch, host-bound
+    sync, communication, or unknown; and the rows ``before`` / ``after`` the gap."""
+    rows = clipped(ctx.work, ctx.windows)
+    idle = gaps(rows, KEY).with_columns(ns=pl.col("end") - pl.col("start"))
+    idle = idle.filter(pl.col("ns") >= min_bubble_ns).sort("start")
+    if idle.height == 0:
+        return idle.with_columns(
+            cause=pl.lit(None, pl.String),
+            before=pl.lit(None, pl.String),
+            after=pl.lit(None, pl.String),
+        )
+    dev = ["rank", "device"]
+    work = rows.with_columns(
+        _end=pl.col("ts") + pl.col("dur"), _name=pl.col("name").cast(pl.String)
+    ).select(*dev, "ts", "_end", "_name", "is_comm", "corr")
+    before = idle.join_asof(
+        work.sort("_end").select(*dev, "_end", _bname="_name", _bcomm="is_comm"),
+        left_on="start",
+        right_on="_end",
+        by=dev,
+        strategy="backward",
+        check_sortedness=False,
+    )
+    after = before.sort("end").join_asof(
+        work.sort("ts").select(*dev, "ts", "corr", _aname="_name", _acomm="is_comm"),
+        left_on="end",
+        right_on="ts",
+        by=dev,
+        strategy="forward",
+        check_sortedness=False,
+    )
+    api = ctx.rows.filter(pl.col("kind").cast(pl.String) == "api").with_columns(
+        pl.col("rank").fill_null(0).cast(pl.Int32), _api_end=pl.col("ts") + pl.col("dur")
+    )
+    launches = api.filter(pl.col("corr").is_not_null()).select("rank", "corr", "_api_end")
+    launches = launches.unique(subset=["rank", "corr"], keep="first")
+    found = after.join(launches, on=["rank", "corr"], how="left")
+    syncs = api.filter(pl.col("name").cast(pl.String).str.contains(SYNC_API))
+    in_sync = (
+        found.select("rank", "start", "end")
+        .join(syncs.select("rank", _s="ts", _e="_api_end"), on="rank")
+        .filter((pl.col("_s") < pl.col("end")) & (pl.col("_e") > pl.col("start")))
+        .select("rank", "start", _sync=pl.lit(True))
+        .unique()
+    )
+    found = found.join(in_sync, on=["rank", "start"], how="left")
+    cause = (
+        pl.when(pl.col("_api_end") > pl.col("start"))
+        .then(pl.lit("host-bound: launch"))
+        .when(pl.col("_sync").fill_null(False))
+        .then(pl.lit("host-bound: sync"))
+        .when(pl.col("_bcomm").fill_null(False) | pl.col("_acomm").fill_null(False))
+        .then(pl.lit("communication"))
+        .otherwise(pl.lit("unknown"))
+    )
+    return (
+        found.with_columns(cause=cause, before=pl.col("_bname"), after=pl.col("_aname"))
+        .select(*KEY, "start", "end", "ns", "cause", "before", "after")
+        .sort(*KEY, "start")
+    )
+
+
+class Bubbles(Rule):
+    """Device idle stretches inside a decode step, attributed to a cause.
+
+    Inside each step's window, every stretch of at least ``min_bubble_ns`` where no kernel,
+    copy or collective runs on the device is a bubble (``bubble_ns``, ``bubble_count`` and
+    ``largest_bubble_ns`` in ``Analysis.step_metrics``). A step is reported when its largest
+    bubble reaches ``report_ns`` or its bubbles reach ``report_share`` of the step. Each
+    bubble is attributed: *host-bound: launch* (the launch of the work after it was still
+    being issued when the device went idle), *host-bound: sync* (the host sat in a
+    synchronize call), *communication* (the device waits next to a collective), or
+    *unknown*. Why it matters: idle device time in decode is pure latency; its cause tells
+    whether to fix the host (CUDA graphs, fewer syncs) or the communication schedule.
+
+    Triggers: the host stalls 150 µs before a layer -> the step's finding lists one 150,000 ns
+    bubble, host-bound: launch. Clean: back-to-back launches with 1-8 µs gaps -> nothing.
+    """
+
+    id: ClassVar[str] = "bubbles"
+    name: ClassVar[str] = "idle bubbles"
+    options: ClassVar[dict] = {
+        "min_bubble_ns": MIN_BUBBLE_NS,
+        "report_ns": 20_000,
+        "report_share": 0.05,
+    }
+    option_help: ClassVar[dict] = {
+        "min_bubble_ns": "shortest idle stretch counted as a bubble (ns)",
+        "report_ns": "report a step whose largest bubble reaches this (ns)",
+        "report_share": "... or whose bubbles reach this share of the step",
+    }
+
+    def run(self, ctx: Context) -> list[Finding]:
+        """One finding per (rank, device, step) with large bubbles."""
+        found = attributed_bubbles(ctx, self.opts["min_bubble_ns"])
+        if found.height == 0:
+            return []
+        per_step = found.group_by(KEY).agg(total=pl.col("ns").sum(), largest=pl.col("ns").max())
+        per_step = per_step.join(ctx.windows.select(*KEY, "dur"), on=KEY)
+        loud = per_step.filter(
+            (pl.col("largest") >= self.opts["report_ns"])
+            | (pl.col("total") >= self.opts["report_share"] * pl.col("dur"))
+        ).sort(KEY)
+        findings = []
+        for row in loud.iter_rows(named=True):
+            mine = found.filter(
+                (pl.col("rank") == row["rank"])
+                & (pl.col("device") == row["device"])
+                & (pl.col("step") == row["step"])
+            ).sort("ns", descending=True)
+            top = mine.row(0, named=True)
+            by_cause = dict(mine.group_by("cause").agg(pl.col("ns").sum()).sort("cause").rows())
+            findings.append(
+                self.finding(
+                    "warning",
+                    f"{mine.height} idle bubble(s), {row['total']:,} ns; "
+                    f"largest {row['largest']:,} ns",
+                    f"largest bubble is {top['cause']}: between {top['before']} and {top['after']}",
+                    step=row["step"],
+                    rank=row["rank"],
+                    device=row["device"],
+                    metrics={
+                        "bubble_ns": row["total"],
+                        "bubble_count": mine.height,
+                        "largest_bubble_ns": row["largest"],
+                        "bubble_share": row["total"] / row["dur"] if row["dur"] else None,
+                        **{f"{cause}_ns": ns for cause, ns in by_cause.items()},
+                    },
+                    evidence={
+                        "ranges": mine.select("start", "end").rows(),
+                        "causes": mine["cause"].to_list(),
+                        "names": [top["before"], top["after"]],
+                    },
+                )
+            )
+        return findings

@@ -1,0 +1,82 @@
+"""Rule ``fallback``: kernels that betray a slow path."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import polars as pl
+
+from tracekit.rules.base import Context, Finding, Rule
+
+
+class Fallback(Rule):
+    """Kernels that betray a slow path, per decode step.
+
+    Detects the rows the taxonomy flags ``is_fallback``: PyTorch-eager ``at::native``
+    elementwise/reduce kernels (an unfused op chain where one fused kernel is expected),
+    TorchInductor Triton kernels on ROCm where AITER/CK kernels are expected, and Ascend
+    operators that run on the AI CPU. Why it matters: each such chain costs several
+    launches and memory round trips instead of one fused kernel, and AI CPU operators are
+    slow and serialise the stream; in a decode step they add up to a visible share.
+
+    Triggers: a step running ``at::native::vectorized_elementwise_kernel<... silu_kernel ...>``
+    and ``... MulFunctor ...`` instead of ``vllm::act_and_mul_kernel`` -> one finding for the
+    step with the fallback time, its share of compute and the top offenders.
+    Clean: the same step with the fused ``act_and_mul_kernel`` -> nothing.
+    """
+
+    id: ClassVar[str] = "fallback"
+    name: ClassVar[str] = "fallback kernels"
+    options: ClassVar[dict] = {"min_share": 0.0, "error_share": 0.1, "top": 5}
+    option_help: ClassVar[dict] = {
+        "min_share": "report a step when fallback time / compute kernel time exceeds this",
+        "error_share": "severity error from this share on (warning below)",
+        "top": "offending kernel names listed per finding",
+    }
+
+    def run(self, ctx: Context) -> list[Finding]:
+        """One finding per (rank, device, step) that runs fallback kernels."""
+        steps = ctx.step_metrics.filter(
+            (pl.col("fallback_ns") > 0)
+            & (pl.col("fallback_share").fill_null(1.0) > self.opts["min_share"])
+        )
+        if steps.height == 0:
+            return []
+        key = ["rank", "device", "step"]
+        offenders = (
+            ctx.work.filter(pl.col("is_fallback") & pl.col("step").is_not_null())
+            .group_by(*key, pl.col("name").cast(pl.String))
+            .agg(count=pl.len(), ns=pl.col("dur").sum())
+            .sort("ns", "name", descending=[True, False])
+        )
+        findings = []
+        for row in steps.iter_rows(named=True):
+            mine = offenders.filter(
+                (pl.col("rank") == row["rank"])
+                & (pl.col("device") == row["device"])
+                & (pl.col("step") == row["step"])
+            )
+            top = mine.head(self.opts["top"]).select("name", "count", "ns").to_dicts()
+            share = row["fallback_share"]
+            severity = (
+                "error" if share is not None and share >= self.opts["error_share"] else "warning"
+            )
+            count = int(mine["count"].sum())
+            findings.append(
+                self.finding(
+                    severity,
+                    f"{count} fallback kernels, {row['fallback_ns']:,} ns",
+                    "slow-path kernels (eager at::native chains, ROCm Triton fallbacks or AI CPU "
+                    "operators) where fused kernels are expected; largest: " + top[0]["name"],
+                    step=row["step"],
+                    rank=row["rank"],
+                    device=row["device"],
+                    metrics={
+                        "fallback_ns": row["fallback_ns"],
+                        "fallback_share": share,
+                        "fallback_count": count,
+                    },
+                    evidence={"kernels": top},
+                )
+            )
+        return findings

@@ -1,0 +1,235 @@
+"""Kernel and operator names -> category, communication, fused and fallback flags.
+
+The tables live in ``tracekit/data/taxonomy.toml`` (documented there); users prepend their
+own with ``--patterns FILE``. Classification runs on the distinct (name, kind, engine)
+combinations of a timeline, as polars regex expressions, and is joined back to the rows:
+no Python per event, and a few thousand distinct names cost milliseconds.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from tracekit.errors import TraceError
+from tracekit.timeline import DEVICE_KINDS, Timeline
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+CATEGORIES = (
+    "gemm",
+    "attention",
+    "moe",
+    "comm",
+    "elementwise",
+    "norm",
+    "activation",
+    "quant",
+    "memory",
+    "sampling",
+    "other",
+)
+VENDORS = ("nvidia", "amd", "ascend")
+FLAG_COLUMNS = ("category", "is_comm", "is_fused_comm", "is_fallback")
+_ENTRY_KEYS = {"note", "match", "kinds", "engines", "vendors", "category", "comm", "fused_comm"}
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One table entry: conditions (all must hold) and what a match means."""
+
+    note: str = ""
+    match: str | None = None
+    kinds: tuple[str, ...] = ()
+    engines: tuple[str, ...] = ()
+    vendors: tuple[str, ...] = ()
+    category: str = "other"
+    comm: bool = False
+    fused_comm: bool = False
+
+    def condition(self, vendor: str | None) -> pl.Expr:
+        """The polars condition over columns ``name``, ``kind``, ``engine`` (strings)."""
+        cond = pl.lit(True)
+        if self.match is not None:
+            cond &= pl.col("name").str.contains(f"(?i){self.match}")
+        if self.kinds:
+            cond &= pl.col("kind").is_in(self.kinds)
+        if self.engines:
+            cond &= pl.col("engine").is_in(self.engines)
+        if self.vendors:
+            cond &= pl.lit(vendor in self.vendors)
+        return cond.fill_null(False)
+
+
+@dataclass(frozen=True)
+class Taxonomy:
+    """The category entries (first match wins) and the fallback entries (any match)."""
+
+    categories: tuple[Pattern, ...]
+    fallbacks: tuple[Pattern, ...]
+
+    def extended(self, other: Taxonomy) -> Taxonomy:
+        """``other``'s entries first, then these."""
+        return Taxonomy(other.categories + self.categories, other.fallbacks + self.fallbacks)
+
+
+def _pattern(entry: Any, where: str) -> Pattern:
+    if not isinstance(entry, dict):
+        raise TraceError(f"{where}: each entry must be a table")
+    unknown = sorted(set(entry) - _ENTRY_KEYS)
+    if unknown:
+        raise TraceError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(_ENTRY_KEYS))}"
+        )
+    if not any(entry.get(k) for k in ("match", "kinds", "engines")):
+        raise TraceError(f"{where}: an entry needs match, kinds or engines")
+    category = entry.get("category", "other")
+    if category not in CATEGORIES:
+        raise TraceError(f"{where}: unknown category '{category}'; known: {', '.join(CATEGORIES)}")
+    match = entry.get("match")
+    if match is not None:
+        try:
+            pl.select(pl.lit("").str.contains(f"(?i){match}"))
+        except pl.exceptions.PolarsError as exc:
+            raise TraceError(f"{where}: bad regular expression {match!r} ({exc})") from None
+    fused = bool(entry.get("fused_comm", False))
+    return Pattern(
+        note=str(entry.get("note", "")),
+        match=match,
+        kinds=tuple(entry.get("kinds", ())),
+        engines=tuple(entry.get("engines", ())),
+        vendors=tuple(entry.get("vendors", ())),
+        category=category,
+        comm=bool(entry.get("comm", False)) or fused,
+        fused_comm=fused,
+    )
+
+
+def parse_patterns(text: str, source: str) -> Taxonomy:
+    """A taxonomy from TOML text (``[[category]]`` and ``[[fallback]]`` arrays)."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TraceError(f"{source}: not valid TOML ({exc})") from None
+    unknown = sorted(set(doc) - {"category", "fallback"})
+    if unknown:
+        raise TraceError(
+            f"{source}: unknown table(s) {', '.join(unknown)}; use [[category]] and [[fallback]]"
+        )
+    return Taxonomy(
+        tuple(
+            _pattern(e, f"{source} [[category]] #{i + 1}")
+            for i, e in enumerate(doc.get("category", []))
+        ),
+        tuple(
+            _pattern(e, f"{source} [[fallback]] #{i + 1}")
+            for i, e in enumerate(doc.get("fallback", []))
+        ),
+    )
+
+
+@cache
+def builtin() -> Taxonomy:
+    """The tables shipped with tracekit."""
+    text = resources.files("tracekit.data").joinpath("taxonomy.toml").read_text("utf-8")
+    return parse_patterns(text, "taxonomy.toml")
+
+
+def load_patterns(path: str | Path | None = None) -> Taxonomy:
+    """The built-in tables, with the entries of ``path`` (if given) taking precedence."""
+    if path is None:
+        return builtin()
+    path = Path(path)
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TraceError(f"{path}: cannot read the patterns file ({exc})") from None
+    return builtin().extended(parse_patterns(text, str(path)))
+
+
+def vendor_of(meta: dict[str, Any]) -> str | None:
+    """nvidia / amd / ascend, from the devices or the producer of a timeline."""
+    for device in meta.get("devices") or []:
+        vendor = str((device or {}).get("vendor") or "").lower()
+        for known in VENDORS:
+            if known in vendor or (known == "ascend" and "huawei" in vendor):
+                return known
+    producer = meta.get("producer") or {}
+    text = " ".join(str(v) for v in [meta.get("format"), *producer.values()]).lower()
+    if any(k in text for k in ("rocprof", "rocpd", "roctracer", "rocm", "hip")):
+        return "amd"
+    if any(k in text for k in ("msprof", "ascend", "cann", "torch_npu", "mindspore")):
+        return "ascend"
+    if any(k in text for k in ("nsys", "nsight", "cupti", "cuda")):
+        return "nvidia"
+    return None
+
+
+def classify(
+    df: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy | None = None
+) -> pl.DataFrame:
+    """``df`` (timeline rows) with ``category``, ``is_comm``, ``is_fused_comm``, ``is_fallback``.
+
+    Flags are set on device rows only; host rows get a category but no flags.
+    """
+    taxonomy = taxonomy or builtin()
+    keys = ["name", "kind", "engine"]
+    combos = df.select(pl.col(k).cast(pl.String) for k in keys).unique()
+    first = pl.lit(None, pl.Int32)
+    for i, pattern in reversed(list(enumerate(taxonomy.categories))):
+        first = pl.when(pattern.condition(vendor)).then(pl.lit(i, pl.Int32)).otherwise(first)
+    fallback = (
+        pl.any_horizontal(p.condition(vendor) for p in taxonomy.fallbacks)
+        if (taxonomy.fallbacks)
+        else pl.lit(False)
+    )
+    table = pl.DataFrame(
+        {
+            "_entry": list(range(len(taxonomy.categories))),
+            "category": [p.category for p in taxonomy.categories],
+            "is_comm": [p.comm for p in taxonomy.categories],
+            "is_fused_comm": [p.fused_comm for p in taxonomy.categories],
+        },
+        schema={
+            "_entry": pl.Int32,
+            "category": pl.String,
+            "is_comm": pl.Boolean,
+            "is_fused_comm": pl.Boolean,
+        },
+    )
+    device = pl.col("kind").is_in(DEVICE_KINDS)
+    combos = (
+        combos.with_columns(_entry=first, _fallback=fallback)
+        .join(table, on="_entry", how="left")
+        .with_columns(
+            category=pl.col("category").fill_null("other"),
+            is_comm=(pl.col("is_comm").fill_null(False) & device),
+            is_fused_comm=(pl.col("is_fused_comm").fill_null(False) & device),
+        )
+        .with_columns(is_fallback=pl.col("_fallback") & device & ~pl.col("is_comm"))
+        .select(*keys, *FLAG_COLUMNS)
+    )
+    tagged = df.with_columns(pl.col(k).cast(pl.String).alias(f"_{k}") for k in keys)
+    out = tagged.join(
+        combos,
+        left_on=[f"_{k}" for k in keys],
+        right_on=keys,
+        how="left",
+        nulls_equal=True,
+        maintain_order="left",
+    )
+    return out.drop(f"_{k}" for k in keys)
+
+
+def classify_timeline(timeline: Timeline, patterns: str | Path | None = None) -> pl.DataFrame:
+    """The timeline's rows with the taxonomy columns (built-in tables plus ``patterns``)."""
+    return classify(timeline.df, vendor_of(timeline.meta), load_patterns(patterns))
