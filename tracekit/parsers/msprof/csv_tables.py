@@ -18,7 +18,13 @@ from pathlib import Path
 import polars as pl
 
 from tracekit.errors import TraceError
-from tracekit.parsers.msprof.times import clean_text, float_text, int_text, us_text_ns
+from tracekit.parsers.msprof.times import (
+    clean_text,
+    float_text,
+    int_text,
+    us_small_ns,
+    us_text_ns,
+)
 
 # header -> canonical column, for op_summary / kernel_details
 OP_COLUMNS = {
@@ -157,8 +163,10 @@ def read_op_details(path: Path) -> pl.DataFrame:
     frame = raw.select(list(rename)).rename(rename)
     exprs = []
     for column in frame.columns:
-        if column in ("start", "dur", "wait"):
+        if column == "start":
             exprs.append(us_text_ns(pl.col(column)).alias(column))
+        elif column in ("dur", "wait"):
+            exprs.append(us_small_ns(column))
         elif column in _INTS:
             exprs.append(int_text(column))
         else:

@@ -21,7 +21,7 @@ from tracekit.parsers._sqlite import SqliteSource
 from tracekit.parsers.msprof import device, hccl, host
 from tracekit.parsers.msprof.layout import Source
 from tracekit.parsers.msprof.meta import device_info, profiler_settings
-from tracekit.parsers.msprof.rows import NO_ID, Loaded, args_expr
+from tracekit.parsers.msprof.rows import NO_ID, Loaded, with_args
 
 PYTORCH_KINDS = {50001: "op", 50002: "api", 50003: "python", 50004: "range"}
 _TIDS = (
@@ -108,7 +108,9 @@ class DbReader:
                 continue
             lookup = values.rename({values.columns[0]: "_id", values.columns[1]: target})
             ids = frame[column].cast(pl.Int64).alias("_id")
-            frame = frame.drop([c for c in {column, target} if c in frame.columns]).with_columns(ids)
+            frame = frame.drop([c for c in {column, target} if c in frame.columns]).with_columns(
+                ids
+            )
             frame = frame.join(lookup, on="_id", how="left", maintain_order="left").drop("_id")
         return frame
 
@@ -380,18 +382,21 @@ def _mstx(db: DbReader) -> pl.DataFrame | None:
         return None
     marks = db.resolve(marks, {"message": "name"})
     instant = pl.col("eventType").cast(pl.Int64).is_in([0, 3])
-    return marks.select(
-        pl.col("startNs").cast(pl.Int64).alias("ts"),
-        pl.when(instant)
-        .then(0)
-        .otherwise(pl.col("endNs").cast(pl.Int64) - pl.col("startNs").cast(pl.Int64))
-        .clip(0)
-        .alias("dur"),
-        pl.when(instant).then(pl.lit("marker")).otherwise(pl.lit("range")).alias("kind"),
-        "name",
-        *_TIDS,
-        pl.lit(-1, pl.Int32).alias("device"),
-        args_expr([("domain", pl.lit("mstx"), "text")]),
+    return with_args(
+        marks,
+        marks.select(
+            pl.col("startNs").cast(pl.Int64).alias("ts"),
+            pl.when(instant)
+            .then(0)
+            .otherwise(pl.col("endNs").cast(pl.Int64) - pl.col("startNs").cast(pl.Int64))
+            .clip(0)
+            .alias("dur"),
+            pl.when(instant).then(pl.lit("marker")).otherwise(pl.lit("range")).alias("kind"),
+            "name",
+            *_TIDS,
+            pl.lit(-1, pl.Int32).alias("device"),
+        ),
+        [("domain", pl.lit("mstx"), "text")],
     )
 
 

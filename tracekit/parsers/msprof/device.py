@@ -19,7 +19,7 @@ import polars as pl
 
 from tracekit.parsers.msprof import mc2
 from tracekit.parsers.msprof.engines import classify
-from tracekit.parsers.msprof.rows import NO_ID, Field, args_expr, not_sentinel
+from tracekit.parsers.msprof.rows import NO_ID, Field, not_sentinel, with_args
 
 TOLERANCE_NS = 20_000
 DETAIL_COLUMNS = (
@@ -165,24 +165,32 @@ def task_rows(frame: pl.DataFrame, device: int | None, detail_time: bool = False
         ),
         ("kernel_name", pl.when(d("name").is_not_null()).then(c("kernel_name")), "text"),
         ("wait_ns", d("wait", pl.Int64), "int"),
-        ("mc2", pl.when(kernel).then(mc2.mc2_type(op_type, name)), "text"),
+        ("mc2", pl.col("_mc2"), "text"),
     ]
+    named = frame.select(name.alias("n"), op_type.alias("t"), kernel.alias("k"))
+    types = mc2.mc2_types(named["t"], named["n"])
+    frame = frame.with_columns(
+        _mc2=types.zip_with(named["k"].fill_null(False), types.clear(len(types)))
+    )
     ts, dur = pl.col("ts"), pl.col("dur")
     if detail_time:
         ts, dur = pl.coalesce(d("start", pl.Int64), ts), pl.coalesce(d("dur", pl.Int64), dur)
     dev = pl.coalesce(c("device", pl.Int64), d("device", pl.Int64), pl.lit(device, pl.Int64))
-    return frame.select(
-        ts.alias("ts"),
-        dur.alias("dur"),
-        name.alias("name"),
-        kind.alias("kind"),
-        engine.alias("engine"),
-        dev.cast(pl.Int32).alias("device"),
-        c("stream", pl.Int64),
-        c("corr", pl.Int64).alias("corr"),
-        args_expr(fields),
-        (~known).alias("_unknown"),
-        c("task_type").alias("_type"),
+    return with_args(
+        frame,
+        frame.select(
+            ts.alias("ts"),
+            dur.alias("dur"),
+            name.alias("name"),
+            kind.alias("kind"),
+            engine.alias("engine"),
+            dev.cast(pl.Int32).alias("device"),
+            c("stream", pl.Int64),
+            c("corr", pl.Int64).alias("corr"),
+            (~known).alias("_unknown"),
+            c("task_type").alias("_type"),
+        ),
+        fields,
     )
 
 

@@ -16,7 +16,7 @@ import polars as pl
 
 from tracekit.parsers.msprof import mc2
 from tracekit.parsers.msprof.engines import hccl_task_kind, transport_engine
-from tracekit.parsers.msprof.rows import args_expr, not_sentinel
+from tracekit.parsers.msprof.rows import not_sentinel, with_args
 
 MATCH_TOLERANCE_NS = 1_000  # a plane row and its hardware row start together
 _GROUP = r"^Group (.+?) Communication"
@@ -138,16 +138,22 @@ def op_rows(ops: pl.DataFrame, device: int | None) -> pl.DataFrame:
         ("mc2_phase", phase, "text"),
         ("round", pl.col("name").str.extract(mc2.PHASE, 2).cast(pl.Int64, strict=False), "int"),
     ]
-    return ops.select(
-        "ts",
-        "dur",
-        "name",
-        "corr",
-        "stream",
-        pl.when(phase.is_not_null()).then(pl.lit("range")).otherwise(pl.lit("comm")).alias("kind"),
-        pl.when(aicpu).then(pl.lit("ai_cpu")).otherwise(pl.lit("comm")).alias("engine"),
-        pl.lit(device, pl.Int32).alias("device"),
-        args_expr(fields),
+    return with_args(
+        ops,
+        ops.select(
+            "ts",
+            "dur",
+            "name",
+            "corr",
+            "stream",
+            pl.when(phase.is_not_null())
+            .then(pl.lit("range"))
+            .otherwise(pl.lit("comm"))
+            .alias("kind"),
+            pl.when(aicpu).then(pl.lit("ai_cpu")).otherwise(pl.lit("comm")).alias("engine"),
+            pl.lit(device, pl.Int32).alias("device"),
+        ),
+        fields,
     )
 
 
@@ -207,19 +213,22 @@ def task_rows(tasks: pl.DataFrame, ops: pl.DataFrame | None, device: int | None)
     ]
     kind = hccl_task_kind(task_type)
     corr = pl.col("hw_corr") if "hw_corr" in tasks.columns else pl.lit(None, pl.Int64)
-    return tasks.select(
-        "ts",
-        "dur",
-        "stream",
-        corr.alias("corr"),
-        pl.col("name"),
-        kind.alias("kind"),
-        pl.when(kind == "sync")
-        .then(None)
-        .otherwise(transport_engine(pl.col("transport")))
-        .alias("engine"),
-        pl.lit(device, pl.Int32).alias("device"),
-        args_expr(fields),
+    return with_args(
+        tasks,
+        tasks.select(
+            "ts",
+            "dur",
+            "stream",
+            corr.alias("corr"),
+            pl.col("name"),
+            kind.alias("kind"),
+            pl.when(kind == "sync")
+            .then(None)
+            .otherwise(transport_engine(pl.col("transport")))
+            .alias("engine"),
+            pl.lit(device, pl.Int32).alias("device"),
+        ),
+        fields,
     )
 
 
@@ -230,12 +239,15 @@ def detail_ops(details: pl.DataFrame, device: int | None) -> pl.DataFrame:
     if "step" in details.columns:
         fields.append(("step", pl.col("step"), "int"))
     dev = pl.col("device").cast(pl.Int32) if "device" in details.columns else pl.lit(device)
-    return details.select(
-        pl.col("start").alias("ts"),
-        "dur",
-        "name",
-        pl.lit("comm").alias("kind"),
-        pl.lit("comm").alias("engine"),
-        dev.cast(pl.Int32).alias("device"),
-        args_expr(fields),
+    return with_args(
+        details,
+        details.select(
+            pl.col("start").alias("ts"),
+            "dur",
+            "name",
+            pl.lit("comm").alias("kind"),
+            pl.lit("comm").alias("engine"),
+            dev.cast(pl.Int32).alias("device"),
+        ),
+        fields,
     )

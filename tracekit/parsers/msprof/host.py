@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracekit.parsers.msprof.rows import args_expr, not_sentinel
+from tracekit.parsers.msprof.rows import not_sentinel, with_args
 
 
 def host_rows(frame: pl.DataFrame) -> pl.DataFrame:
@@ -24,16 +24,19 @@ def host_rows(frame: pl.DataFrame) -> pl.DataFrame:
         ("seq", pl.when(c("seq", pl.Int64) >= 0).then(c("seq", pl.Int64)), "int"),
         ("queue_id", c("queue_corr", pl.Int64), "int"),
     ]
-    return frame.select(
-        "ts",
-        "dur",
-        "kind",
-        "name",
-        "pid",
-        "tid",
-        c("corr", pl.Int64).alias("corr"),
-        pl.lit(-1, pl.Int32).alias("device"),
-        args_expr(fields),
+    return with_args(
+        frame,
+        frame.select(
+            "ts",
+            "dur",
+            "kind",
+            "name",
+            "pid",
+            "tid",
+            c("corr", pl.Int64).alias("corr"),
+            pl.lit(-1, pl.Int32).alias("device"),
+        ),
+        fields,
     )
 
 
@@ -78,23 +81,29 @@ def step_rows(steps: pl.DataFrame, device: int | None) -> pl.DataFrame:
         ("step", pl.col("iteration"), "int"),
         ("phase", pl.col("cat"), "text"),
     ]
-    return steps.select(
-        "ts",
-        "dur",
-        "name",
-        pl.lit("range").alias("kind"),
-        pl.lit(device, pl.Int32).alias("device"),
-        args_expr(fields),
+    return with_args(
+        steps,
+        steps.select(
+            "ts",
+            "dur",
+            "name",
+            pl.lit("range").alias("kind"),
+            pl.lit(device, pl.Int32).alias("device"),
+        ),
+        fields,
     )
 
 
 def step_time_rows(steps: pl.DataFrame) -> pl.DataFrame:
     """torch_npu ``STEP_TIME`` (id, startNs, endNs) as host ranges ``Step <id>``."""
-    return steps.select(
-        pl.col("startNs").alias("ts"),
-        (pl.col("endNs") - pl.col("startNs")).alias("dur"),
-        pl.concat_str(pl.lit("Step "), pl.col("id").cast(pl.String)).alias("name"),
-        pl.lit("range").alias("kind"),
-        pl.lit(-1, pl.Int32).alias("device"),
-        args_expr([("step", not_sentinel(pl.col("id").cast(pl.Int64)), "int")]),
+    return with_args(
+        steps,
+        steps.select(
+            pl.col("startNs").alias("ts"),
+            (pl.col("endNs") - pl.col("startNs")).alias("dur"),
+            pl.concat_str(pl.lit("Step "), pl.col("id").cast(pl.String)).alias("name"),
+            pl.lit("range").alias("kind"),
+            pl.lit(-1, pl.Int32).alias("device"),
+        ),
+        [("step", not_sentinel(pl.col("id").cast(pl.Int64)), "int")],
     )

@@ -13,6 +13,8 @@ Aicpu operator with the fused name and the phases as ``range`` rows with ``mc2_p
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 BASES = (
@@ -43,10 +45,24 @@ PHASE = (
 )
 
 
-def mc2_type(op_type: pl.Expr, name: pl.Expr) -> pl.Expr:
-    """The MC² operator type of a row (``MoeDistributeDispatchV2`` …) from its OP Type, else
-    its name; null for other operators."""
-    return pl.coalesce(op_type.str.extract(PATTERN, 1), name.str.extract(PATTERN, 1))
+_COMPILED = re.compile(PATTERN)
+
+
+def _types(values: pl.Series) -> pl.Series:
+    """The MC² type in each distinct value (matched once per distinct value)."""
+    values = values.cast(pl.String)
+    found = {}
+    for value in values.drop_nulls().unique().to_list():
+        match = _COMPILED.search(value)
+        if match:
+            found[value] = match.group(1)
+    return values.replace_strict(found, default=None, return_dtype=pl.String)
+
+
+def mc2_types(op_type: pl.Series, name: pl.Series) -> pl.Series:
+    """The MC² operator type of each row (``MoeDistributeDispatchV2`` …) from its OP Type,
+    else its name; null for other operators."""
+    return _types(op_type).fill_null(_types(name))
 
 
 def summary(frames: list[pl.DataFrame]) -> dict[str, object]:

@@ -36,29 +36,61 @@ NO_ID = 4294967295  # "no model / stream / rank" in every Ascend export (uint32 
 Field = tuple[str, pl.Expr, str]
 
 
-def _value(expr: pl.Expr, kind: str) -> pl.Expr:
-    if kind == "text":  # let polars escape the string: encode {"v": x} and cut the value out
-        encoded = pl.struct(expr.cast(pl.String).alias("v")).struct.json_encode()
-        return encoded.str.slice(5, encoded.str.len_chars() - 6)
-    if kind == "float":
-        value = expr.cast(pl.Float64)
-        return pl.when(value.is_finite()).then(value.cast(pl.String))
-    return expr.cast(pl.String)
+def _json_strings(values: pl.Series) -> pl.Series:
+    """Each string as a JSON string literal (null stays null). Distinct values are encoded
+    once by ``json.dumps`` and gathered; mostly distinct columns go through polars' encoder."""
+    values = values.cast(pl.String)
+    distinct = values.drop_nulls().unique()
+    if len(distinct) > max(10_000, len(values) // 4):
+        frame = pl.DataFrame({"v": values})
+        encoded = pl.struct(pl.col("v")).struct.json_encode()
+        return frame.select(encoded.str.slice(5, encoded.str.len_chars() - 6)).to_series()
+    mapping = {value: json.dumps(value, ensure_ascii=False) for value in distinct.to_list()}
+    return values.replace_strict(mapping, default=None, return_dtype=pl.String)
 
 
-def args_expr(fields: Sequence[Field]) -> pl.Expr:
-    """One compact JSON object per row from ``fields``; null values are left out and a row
-    with no value at all gets a null ``args``."""
-    if not fields:
-        return pl.lit(None, pl.String).alias("args")
-    pieces = []
-    for key, expr, kind in fields:
-        value = _value(expr, kind)
-        pieces.append(
-            pl.when(expr.is_not_null()).then(pl.concat_str(pl.lit(f"{json.dumps(key)}:"), value))
+def args_json(frame: pl.DataFrame, fields: Sequence[Field]) -> pl.Series:
+    """One compact JSON object per row of ``frame`` from ``fields`` (evaluated on it); null
+    values are left out and a row with no value at all gets a null ``args``."""
+    if not fields or not frame.height:
+        return pl.Series("args", [None] * frame.height, pl.String)
+    names = [f"_{i}" for i in range(len(fields))]
+    values = frame.with_columns(
+        [expr.alias(name) for name, (_, expr, _) in zip(names, fields)]
+    ).select(names)
+    texts: dict[str, pl.Series] = {}
+    for i, (key, _, kind) in enumerate(fields):
+        column = values[f"_{i}"]
+        if column.null_count() == len(column):
+            continue
+        if kind == "text":
+            column = _json_strings(column)
+        elif kind == "float":
+            number = column.cast(pl.Float64)
+            column = number.cast(pl.String).zip_with(
+                number.is_finite().fill_null(False), pl.Series([None], dtype=pl.String)
+            )
+        else:
+            column = column.cast(pl.String)
+        texts[key] = column
+    if not texts:
+        return pl.Series("args", [None] * frame.height, pl.String)
+    pieces = [
+        pl.when(pl.col(f"_{i}").is_not_null()).then(
+            pl.concat_str(pl.lit(f"{json.dumps(key)}:"), pl.col(f"_{i}"))
         )
+        for i, key in enumerate(texts)
+    ]
+    table = pl.DataFrame({f"_{i}": column for i, column in enumerate(texts.values())})
     body = pl.concat_str(pieces, separator=",", ignore_nulls=True)
-    return pl.when(body != "").then(pl.concat_str(pl.lit("{"), body, pl.lit("}"))).alias("args")
+    return table.select(
+        pl.when(body != "").then(pl.concat_str(pl.lit("{"), body, pl.lit("}"))).alias("args")
+    ).to_series()
+
+
+def with_args(frame: pl.DataFrame, out: pl.DataFrame, fields: Sequence[Field]) -> pl.DataFrame:
+    """``out`` (rows of ``frame``, same order) with the ``args`` of ``fields`` on ``frame``."""
+    return out.with_columns(args_json(frame, fields))
 
 
 def not_sentinel(expr: pl.Expr) -> pl.Expr:

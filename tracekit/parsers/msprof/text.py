@@ -9,6 +9,7 @@ put on the epoch through ``start_info.N``; without it they stay monotonic (with 
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -107,15 +108,18 @@ def _task_time(paths: list[Path]) -> pl.DataFrame | None:
 def read_text(source: Source, include_python: bool = False) -> Loaded:
     """Rows and metadata of one text (or older per-device) source."""
     loaded = Loaded(rank=source.rank, device=source.device)
-    layers = (
-        _merge([read_layers(p, include_python) for p in source.timeline])
-        if source.timeline
-        else Layers()
-    )
+    # polars reads the tables in a thread (it releases the GIL) while msgspec decodes the JSON
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        tables = pool.submit(_details, source.op_details)
+        layers = (
+            _merge([read_layers(p, include_python) for p in source.timeline])
+            if source.timeline
+            else Layers()
+        )
+        details = tables.result()
     loaded.warnings += layers.warnings
     _to_epoch(layers, source, loaded)
     dev = source.device if source.device is not None else layers.device
-    details = _details(source.op_details)
     if details is not None and "start" in details.columns and details["start"].null_count():
         loaded.warnings.append(
             f"{details['start'].null_count()} op table rows without a usable start time; dropped"

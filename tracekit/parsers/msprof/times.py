@@ -73,7 +73,19 @@ def int_text(column: str) -> pl.Expr:
     direct = text.cast(pl.Int64, strict=False)
     as_float = text.cast(pl.Float64, strict=False)
     whole = pl.when(as_float == as_float.floor()).then(as_float.cast(pl.Int64, strict=False))
-    return pl.coalesce(direct, whole).alias(column)
+    return pl.when(direct.is_not_null()).then(direct).otherwise(whole).alias(column)
+
+
+SMALL_US = 2.0**43 / 1000  # below this a float µs value times 1000 still rounds to exact ns
+
+
+def us_small_ns(column: str) -> pl.Expr:
+    """A duration in µs text -> Int64 ns through a float (exact below :data:`SMALL_US`: the
+    three decimals round back to their ns); larger values take the text path."""
+    text = pl.col(column).cast(pl.String).str.strip_chars(_STRIP)
+    number = text.cast(pl.Float64, strict=False)
+    fast = (number * 1000).round().cast(pl.Int64, strict=False)
+    return pl.when(number.abs() < SMALL_US).then(fast).otherwise(us_text_ns(text)).alias(column)
 
 
 def float_text(column: str) -> pl.Expr:

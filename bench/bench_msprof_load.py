@@ -1,0 +1,185 @@
+"""Benchmark: load a scaled torch_npu text export (>= 1M device tasks) with ``tracekit.load``,
+and time msprof-analyze on the same folder.
+
+    python bench/bench_msprof_load.py [--tasks N] [--runs 3] [--analyze] [--clean]
+
+Builds the Ascend decode scenario (``fixtures.ascend_scenario``: MC² dispatch/combine with
+their Aicpu side, AI CPU tasks, HCCL all-to-all and all-reduce) once, tiles it in time until it
+holds at least ``--tasks`` device tasks (kernels, copies, HCCL operators and plane tasks), and
+writes it with ``fixtures.ascend_text_writer`` into ``bench/out/ascend_pt_<N>/`` (reused while
+present; ``--clean`` removes it afterwards). Each load runs in a fresh subprocess, ``--runs``
+times; the script prints per run the input events (trace events + table rows, counted as the
+Kineto benchmark counts ``traceEvents``), the timeline rows, seconds and events/s, then the best
+and the median.
+
+``--analyze`` also times msprof-analyze, installed only for this comparison in
+``bench/out/msprof-analyze-venv`` (``pip install msprof-analyze``): its cheapest analysis that
+reads the same device tasks, the ``compute_op_sum`` cluster recipe (a per-op-type summary of
+the kernels; text input). Its output goes to a temporary folder, never into the input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import polars as pl
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "out"
+sys.path.insert(0, str(ROOT))
+
+from fixtures.ascend_scenario import build_ascend_scenario  # noqa: E402
+from fixtures.ascend_text_writer import write_torch_npu  # noqa: E402
+from fixtures.scenario import tile_in_time  # noqa: E402
+
+BASE = {"steps": 8, "layers": 61, "unfused_collective": True, "hccl_all_to_all_layers": 3}
+DEVICE_KINDS = ("kernel", "memcpy", "sync", "comm")
+TILE_GAP_NS = 5_000_000
+VENV = OUT / "msprof-analyze-venv"
+
+LOADER = """
+import json, sys, time
+from pathlib import Path
+t0 = time.perf_counter()
+import tracekit
+timeline = tracekit.load(Path(sys.argv[1]))
+seconds = time.perf_counter() - t0
+hwm = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")]
+import msgspec
+out = Path(sys.argv[1]) / "ASCEND_PROFILER_OUTPUT"
+trace = msgspec.json.decode((out / "trace_view.json").read_bytes(), type=list[msgspec.Raw])
+tables = sum(sum(1 for _ in open(p)) - 1 for p in out.glob("*.csv"))
+df = timeline.df
+print(json.dumps({"seconds": seconds, "rows": len(timeline), "inputs": len(trace) + tables,
+                  "device": int(df["kind"].cast(str).is_in(DEVICE_KINDS).sum()),
+                  "warnings": timeline.meta["warnings"], "max_rss_kib": hwm[0]}))
+""".replace("DEVICE_KINDS", repr(DEVICE_KINDS))
+
+
+def build(tasks: int) -> Path:
+    """The scaled torch_npu folder (written once, reused while present)."""
+    folder = OUT / f"ascend_pt_{tasks}"
+    found = list(folder.glob("*_ascend_pt")) if folder.exists() else []
+    if found:
+        return found[0]
+    shutil.rmtree(folder, ignore_errors=True)
+    t0 = time.perf_counter()
+    events = tile_in_time(build_ascend_scenario(**BASE).events, DEVICE_KINDS, tasks, TILE_GAP_NS)
+    print(
+        f"scenario: {events.height:,} rows, "
+        f"{events.filter(pl.col('kind').is_in(DEVICE_KINDS)).height:,} device tasks "
+        f"({time.perf_counter() - t0:.1f} s)",
+        flush=True,
+    )
+    t0 = time.perf_counter()
+    path = write_torch_npu(events, folder, overlap=False)
+    size = sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
+    print(f"written {path.relative_to(ROOT)}: {size:,.0f} MB in {time.perf_counter() - t0:.1f} s")
+    return path
+
+
+def load_runs(path: Path, runs: int) -> list[dict]:
+    results = []
+    for run in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-c", LOADER, str(path)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            check=False,
+        )
+        if done.returncode:
+            raise SystemExit(f"load failed: {done.stderr.strip().splitlines()[-1]}")
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        result["rate"] = result["inputs"] / result["seconds"]
+        results.append(result)
+        print(
+            f"tracekit run {run + 1}: {result['inputs']:,} input events (trace events + table"
+            f" rows) -> {result['rows']:,} timeline rows ({result['device']:,} device) in"
+            f" {result['seconds']:.2f} s = {result['rate']:,.0f} events/s"
+            f" ({result['rows'] / result['seconds']:,.0f} rows/s),"
+            f" peak RSS {result['max_rss_kib'] / 1024:,.0f} MiB",
+            flush=True,
+        )
+    return results
+
+
+def analyze_runs(path: Path, runs: int) -> list[float] | None:
+    """Seconds of ``msprof-analyze cluster -m compute_op_sum`` on a copy-free run (output in a
+    temporary folder); None when msprof-analyze is not installed in the bench venv."""
+    exe = VENV / "bin" / "msprof-analyze"
+    if not exe.exists():
+        print(
+            f"msprof-analyze: not installed ({exe} missing); run "
+            f"`python -m venv {VENV} && {VENV}/bin/pip install msprof-analyze`"
+        )
+        return None
+    times = []
+    for run in range(runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            cluster = Path(tmp) / "cluster"
+            cluster.mkdir()
+            (cluster / path.name).symlink_to(path)  # the recipe wants a folder of ranks
+            t0 = time.perf_counter()
+            done = subprocess.run(
+                [
+                    str(exe),
+                    "cluster",
+                    "-d",
+                    str(cluster),
+                    "-m",
+                    "compute_op_sum",
+                    "--output_path",
+                    str(Path(tmp) / "out"),
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            seconds = time.perf_counter() - t0
+        tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
+        print(
+            f"msprof-analyze run {run + 1}: exit {done.returncode} in {seconds:.2f} s; "
+            f"{' | '.join(tail)[:300]}",
+            flush=True,
+        )
+        times.append(seconds)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--analyze", action="store_true")
+    parser.add_argument("--clean", action="store_true")
+    args = parser.parse_args()
+    path = build(args.tasks)
+    results = load_runs(path, args.runs)
+    rates = [r["rate"] for r in results]
+    print(
+        f"tracekit: best {max(rates):,.0f} events/s, median {statistics.median(rates):,.0f}"
+        f" events/s ({min(r['seconds'] for r in results):.2f} s best,"
+        f" {statistics.median(r['seconds'] for r in results):.2f} s median)"
+    )
+    if args.analyze:
+        times = analyze_runs(path, args.runs)
+        if times:
+            print(
+                f"msprof-analyze compute_op_sum: best {min(times):.2f} s, "
+                f"median {statistics.median(times):.2f} s"
+            )
+    if args.clean:
+        shutil.rmtree(path.parent, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
