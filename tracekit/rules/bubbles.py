@@ -51,15 +51,25 @@ def attributed_bubbles(ctx: Context, min_bubble_ns: int) -> pl.DataFrame:
     launches = api.filter(pl.col("corr").is_not_null()).select("rank", "corr", "_api_end")
     launches = launches.unique(subset=["rank", "corr"], keep="first")
     found = after.join(launches, on=["rank", "corr"], how="left")
-    syncs = api.filter(pl.col("name").cast(pl.String).str.contains(SYNC_API))
-    in_sync = (
-        found.select("rank", "start", "end")
-        .join(syncs.select("rank", _s="ts", _e="_api_end"), on="rank")
-        .filter((pl.col("_s") < pl.col("end")) & (pl.col("_e") > pl.col("start")))
-        .select("rank", "start", _sync=pl.lit(True))
-        .unique()
+    # Some sync call overlaps the gap iff, among the calls starting before the gap ends, the
+    # latest end (a running maximum) is after the gap starts: one as-of join, no cross join.
+    syncs = (
+        api.filter(pl.col("name").cast(pl.String).str.contains(SYNC_API))
+        .sort("ts")
+        .select("rank", _s="ts", _reach=pl.col("_api_end").cum_max().over("rank"))
     )
-    found = found.join(in_sync, on=["rank", "start"], how="left")
+    found = (
+        found.sort("end")
+        .join_asof(
+            syncs,
+            left_on="end",
+            right_on="_s",
+            by="rank",
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .with_columns(_sync=(pl.col("_s") < pl.col("end")) & (pl.col("_reach") > pl.col("start")))
+    )
     cause = (
         pl.when(pl.col("_api_end") > pl.col("start"))
         .then(pl.lit("host-bound: launch"))
