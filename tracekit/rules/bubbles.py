@@ -121,41 +121,55 @@ class Bubbles(Rule):
         found = attributed_bubbles(ctx, self.opts["min_bubble_ns"])
         if found.height == 0:
             return []
-        per_step = found.group_by(KEY).agg(total=pl.col("ns").sum(), largest=pl.col("ns").max())
-        per_step = per_step.join(ctx.windows.select(*KEY, "dur"), on=KEY)
-        loud = per_step.filter(
-            (pl.col("largest") >= self.opts["report_ns"])
-            | (pl.col("total") >= self.opts["report_share"] * pl.col("dur"))
-        ).sort(KEY)
+        ordered = found.sort("ns", descending=True)
+        per_step = (
+            ordered.group_by(KEY, maintain_order=True)
+            .agg(
+                total=pl.col("ns").sum(),
+                largest=pl.col("ns").max(),
+                count=pl.len(),
+                starts=pl.col("start"),
+                ends=pl.col("end"),
+                causes=pl.col("cause"),
+                before=pl.col("before").first(),
+                after=pl.col("after").first(),
+            )
+            .join(ctx.windows.select(*KEY, "dur"), on=KEY)
+        )
+        by_cause = ordered.group_by(*KEY, "cause").agg(pl.col("ns").sum()).sort("cause")
+        by_cause = by_cause.group_by(KEY).agg(causes_ns=pl.struct("cause", "ns"))
+        loud = (
+            per_step.filter(
+                (pl.col("largest") >= self.opts["report_ns"])
+                | (pl.col("total") >= self.opts["report_share"] * pl.col("dur"))
+            )
+            .join(by_cause, on=KEY, how="left")
+            .sort(KEY)
+        )
         findings = []
         for row in loud.iter_rows(named=True):
-            mine = found.filter(
-                (pl.col("rank") == row["rank"])
-                & (pl.col("device") == row["device"])
-                & (pl.col("step") == row["step"])
-            ).sort("ns", descending=True)
-            top = mine.row(0, named=True)
-            by_cause = dict(mine.group_by("cause").agg(pl.col("ns").sum()).sort("cause").rows())
+            share = row["total"] / row["dur"] if row["dur"] else None
             findings.append(
                 self.finding(
                     "warning",
-                    f"{mine.height} idle bubble(s), {row['total']:,} ns; "
+                    f"{row['count']} idle bubble(s), {row['total']:,} ns; "
                     f"largest {row['largest']:,} ns",
-                    f"largest bubble is {top['cause']}: between {top['before']} and {top['after']}",
+                    f"largest bubble is {row['causes'][0]}: "
+                    f"between {row['before']} and {row['after']}",
                     step=row["step"],
                     rank=row["rank"],
                     device=row["device"],
                     metrics={
                         "bubble_ns": row["total"],
-                        "bubble_count": mine.height,
+                        "bubble_count": row["count"],
                         "largest_bubble_ns": row["largest"],
-                        "bubble_share": row["total"] / row["dur"] if row["dur"] else None,
-                        **{f"{cause}_ns": ns for cause, ns in by_cause.items()},
+                        "bubble_share": share,
+                        **{f"{c['cause']}_ns": c["ns"] for c in row["causes_ns"]},
                     },
                     evidence={
-                        "ranges": mine.select("start", "end").rows(),
-                        "causes": mine["cause"].to_list(),
-                        "names": [top["before"], top["after"]],
+                        "ranges": list(zip(row["starts"], row["ends"])),
+                        "causes": row["causes"],
+                        "names": [row["before"], row["after"]],
                     },
                 )
             )

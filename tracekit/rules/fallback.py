@@ -48,26 +48,25 @@ class Fallback(Rule):
             .group_by(*key, pl.col("name").cast(pl.String))
             .agg(count=pl.len(), ns=pl.col("dur").sum())
             .sort("ns", "name", descending=[True, False])
+            .group_by(key, maintain_order=True)
+            .agg(
+                total=pl.col("count").sum(),
+                top=pl.struct("name", "count", "ns").head(self.opts["top"]),
+            )
         )
         findings = []
-        for row in steps.iter_rows(named=True):
-            mine = offenders.filter(
-                (pl.col("rank") == row["rank"])
-                & (pl.col("device") == row["device"])
-                & (pl.col("step") == row["step"])
-            )
-            top = mine.head(self.opts["top"]).select("name", "count", "ns").to_dicts()
-            share = row["fallback_share"]
+        for row in steps.join(offenders, on=key, how="left").sort(key).iter_rows(named=True):
+            top, share, count = row["top"] or [], row["fallback_share"], row["total"] or 0
             severity = (
                 "error" if share is not None and share >= self.opts["error_share"] else "warning"
             )
-            count = int(mine["count"].sum())
             findings.append(
                 self.finding(
                     severity,
                     f"{count} fallback kernels, {row['fallback_ns']:,} ns",
                     "slow-path kernels (eager at::native chains, ROCm Triton fallbacks or AI CPU "
-                    "operators) where fused kernels are expected; largest: " + top[0]["name"],
+                    "operators) where fused kernels are expected; largest: "
+                    + (top[0]["name"] if top else "-"),
                     step=row["step"],
                     rank=row["rank"],
                     device=row["device"],

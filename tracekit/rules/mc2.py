@@ -85,26 +85,38 @@ class Mc2(Rule):
         pairs = unfused_pairs(
             ctx.work.filter(pl.col("step").is_not_null()), self.opts["max_gap_ns"]
         )
+        per_step = (
+            pairs.sort("ts")
+            .group_by(KEY, maintain_order=True)
+            .agg(
+                pairs=pl.len(),
+                ns=pl.col("dur").sum(),
+                order=pl.col("order").first(),
+                names=pl.col("name").unique(maintain_order=True),
+                gemms=pl.col("gemm").unique(maintain_order=True),
+                streams=pl.col("stream").unique(),
+                starts=pl.col("ts"),
+                ends=pl.col("ts") + pl.col("dur"),
+            )
+        )
         findings = []
-        for (rank, device, step), group in pairs.sort("ts").group_by(KEY, maintain_order=True):
-            ns = int(group["dur"].sum())
-            names = group["name"].unique(maintain_order=True).to_list()
+        for row in per_step.iter_rows(named=True):
             findings.append(
                 self.finding(
                     "warning",
-                    f"{group.height} unfused GEMM + collective pair(s): {ns:,} ns of collectives",
-                    f"{names[0]} runs right next to {group['gemm'][0]} "
-                    f"({group['order'][0]}); a fused compute-communication kernel would "
-                    "overlap them",
-                    step=step,
-                    rank=rank,
-                    device=device,
-                    metrics={"pairs": group.height, "collective_ns": ns},
+                    f"{row['pairs']} unfused GEMM + collective pair(s): {row['ns']:,} ns of "
+                    "collectives",
+                    f"{row['names'][0]} runs right next to {row['gemms'][0]} ({row['order']}); "
+                    "a fused compute-communication kernel would overlap them",
+                    step=row["step"],
+                    rank=row["rank"],
+                    device=row["device"],
+                    metrics={"pairs": row["pairs"], "collective_ns": row["ns"]},
                     evidence={
-                        "ranges": group.select("ts", end=pl.col("ts") + pl.col("dur")).rows(),
-                        "streams": group["stream"].unique().to_list(),
-                        "names": names,
-                        "gemms": group["gemm"].unique(maintain_order=True).to_list(),
+                        "ranges": list(zip(row["starts"], row["ends"])),
+                        "streams": row["streams"],
+                        "names": row["names"],
+                        "gemms": row["gemms"],
                     },
                 )
             )

@@ -131,28 +131,45 @@ class Overlap(Rule):
             (pl.col("ratio") < self.opts["exposed_below"])
             & (pl.col("usual") >= self.opts["usually_above"])
         )
+        per_step = (
+            exposed.sort("ts")
+            .group_by(KEY, maintain_order=True)
+            .agg(
+                count=pl.len(),
+                ns=(pl.col("dur") - pl.col("overlap_ns")).sum(),
+                usual=pl.col("usual").first(),
+                names=pl.col("name").unique(maintain_order=True),
+                streams=pl.col("stream").unique(),
+                starts=pl.col("ts"),
+                ends=pl.col("ts") + pl.col("dur"),
+            )
+            .join(
+                ctx.step_metrics.select(*KEY, "exposed_comm_ns", "comm_overlap_ratio"),
+                on=KEY,
+                how="left",
+            )
+        )
         findings = []
-        for (rank, device, step), group in exposed.sort("ts").group_by(KEY, maintain_order=True):
-            ns = int((group["dur"] - group["overlap_ns"]).sum())
-            metrics = ctx.step_metrics.filter(
-                (pl.col("rank") == rank) & (pl.col("device") == device) & (pl.col("step") == step)
-            ).select("exposed_comm_ns", "comm_overlap_ratio")
-            step_values = metrics.row(0, named=True) if metrics.height else {}
-            names = group["name"].unique(maintain_order=True).to_list()
+        for row in per_step.iter_rows(named=True):
             findings.append(
                 self.finding(
                     "warning",
-                    f"{group.height} communication kernel(s) ran exposed: {ns:,} ns",
-                    f"{names[0]} is usually overlapped with compute "
-                    f"({group['usual'][0]:.0%} median) but ran alone here",
-                    step=step,
-                    rank=rank,
-                    device=device,
-                    metrics={"exposed_ns": ns, "count": group.height, **step_values},
+                    f"{row['count']} communication kernel(s) ran exposed: {row['ns']:,} ns",
+                    f"{row['names'][0]} is usually overlapped with compute "
+                    f"({row['usual']:.0%} median) but ran alone here",
+                    step=row["step"],
+                    rank=row["rank"],
+                    device=row["device"],
+                    metrics={
+                        "exposed_ns": row["ns"],
+                        "count": row["count"],
+                        "exposed_comm_ns": row["exposed_comm_ns"],
+                        "comm_overlap_ratio": row["comm_overlap_ratio"],
+                    },
                     evidence={
-                        "ranges": group.select("ts", end=pl.col("ts") + pl.col("dur")).rows(),
-                        "streams": group["stream"].unique().to_list(),
-                        "names": names,
+                        "ranges": list(zip(row["starts"], row["ends"])),
+                        "streams": row["streams"],
+                        "names": row["names"],
                     },
                 )
             )
