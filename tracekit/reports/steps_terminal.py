@@ -67,7 +67,9 @@ def render_findings(findings: list[dict[str, Any]]) -> Group:
         line.append(f"[{f['rule']}] {where}: ", style="bold")
         line.append(printable(f["title"]))
         lines.append(line)
-        lines.append(Text(f"         {printable(f['detail'])}", style="dim"))
+        detail = Text(f"         {printable(f['detail'])}", style="dim")
+        detail.no_wrap, detail.overflow = True, "ellipsis"  # one line; full text in --json
+        lines.append(detail)
     return Group(*lines)
 
 
