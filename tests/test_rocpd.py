@@ -255,6 +255,23 @@ def test_markers_copies_and_external_ids(path: Path, tmp_path: Path) -> None:
     assert any("zero-length API calls" in w for w in tl.meta["warnings"])
 
 
+@pytest.mark.parametrize("path", SAMPLES)
+def test_read_paths_give_one_timeline(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Background reads, reads on demand, and joined reads split by rowid over three
+    workers give the same rows."""
+    from tracekit.parsers import _sqlite
+    from tracekit.parsers.rocprof import rocpd_tables
+
+    cols = ["ts", "dur", "kind", "name", "device", "stream", "pid", "tid", "corr", "args"]
+    background = ROCPD.parse(path).df.select(cols)
+    assert background.height == 780
+    monkeypatch.setattr(rocpd_tables, "SHARED_CONNECTIONS", False)
+    assert ROCPD.parse(path).df.select(cols).equals(background)
+    monkeypatch.setattr(_sqlite, "_PARTITION_MIN_ROWS", 0)
+    monkeypatch.setattr(_sqlite.os, "cpu_count", lambda: 3)
+    assert ROCPD.parse(path).df.select(cols).equals(background)
+
+
 def test_empty_rocpd_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "empty.db"
     con = sqlite3.connect(path)

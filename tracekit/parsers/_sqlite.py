@@ -15,16 +15,17 @@ from tracekit.errors import TraceError
 _PARTITION_MIN_ROWS = 200_000
 _BATCH_ROWS = 200_000
 _WAL_FORMAT = 2  # header bytes 18-19: file format write/read version 2 means WAL mode
+SHARED_CONNECTIONS = sqlite3.threadsafety == 3  # serialized: one connection, several threads
 
 
 def open_readonly(path: Path) -> sqlite3.Connection:
     """Open a SQLite file strictly read-only: no journal, no lock files, no recovery.
 
     Text that is not valid UTF-8 is decoded with replacement characters instead of failing.
-    The connection may serve a background reader thread too (SQLite's serialized mode).
+    Where SQLite is built serialized, the connection may serve a background thread too.
     """
     uri = path.resolve().as_uri() + "?mode=ro&immutable=1"
-    con = sqlite3.connect(uri, uri=True, check_same_thread=sqlite3.threadsafety != 3)
+    con = sqlite3.connect(uri, uri=True, check_same_thread=not SHARED_CONNECTIONS)
     con.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
     return con
 

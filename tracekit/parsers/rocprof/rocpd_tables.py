@@ -12,7 +12,7 @@ import polars as pl
 import pyarrow as pa
 
 from tracekit.errors import TraceError
-from tracekit.parsers._sqlite import SqliteSource
+from tracekit.parsers._sqlite import SHARED_CONNECTIONS, SqliteSource
 from tracekit.parsers.names import NamePool
 from tracekit.parsers.rocprof.rocpd_info import AGENT_COLUMNS, id_mapping, read_agents
 
@@ -72,7 +72,10 @@ class SetReader:
 
     def prefetch(self, pool: Executor, reads: Iterable[Read]) -> None:
         """Start reading row tables in the background, in order: connectorx releases the
-        GIL, so SQLite reads the next table while polars works on the previous one."""
+        GIL, so SQLite reads the next table while polars works on the previous one. Where
+        the SQLite connection cannot be shared between threads, tables are read on demand."""
+        if not SHARED_CONNECTIONS:
+            return
         for read in reads:
             self._pending[read] = pool.submit(self._read, *read)
 
