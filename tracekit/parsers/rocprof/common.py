@@ -54,6 +54,16 @@ def durations(start: Any, end: Any, label: str, warnings: list[str]) -> np.ndarr
     return np.maximum(dur, 0)
 
 
+def conform(df: pl.DataFrame | None, columns: dict[str, Any]) -> pl.DataFrame:
+    """``df`` with exactly ``columns`` (missing ones null), cast to their types."""
+    if df is None:
+        return pl.DataFrame(schema=columns)
+    return df.select(
+        (pl.col(c) if c in df.columns else pl.lit(None)).cast(t, strict=False).alias(c)
+        for c, t in columns.items()
+    )
+
+
 def pool_names(pool: NamePool, values: pl.Series) -> np.ndarray:
     """Pool indices of a String or Categorical column (hashing each distinct name once)."""
     if values.dtype != pl.Categorical:

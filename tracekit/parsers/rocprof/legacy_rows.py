@@ -19,7 +19,7 @@ import pyarrow as pa
 from tracekit.parsers.assemble import Part, assemble
 from tracekit.parsers.names import NamePool
 from tracekit.parsers.rocprof.args import STR, Field, json_args
-from tracekit.parsers.rocprof.common import durations, rebase
+from tracekit.parsers.rocprof.common import conform, durations, rebase
 from tracekit.timeline import Timeline
 
 CLOCK = "HSA system clock"
@@ -36,16 +36,6 @@ MARK_COLUMNS = {"begin": pl.Int64, "end": pl.Int64, "pid": pl.Int64, "tid": pl.I
                 "name": pl.String}  # fmt: skip
 BARRIER = "<barrier packet>"
 HSA_CORR_OFFSET = 1 << 40  # HSA and HIP number their calls separately; keep the links apart
-
-
-def conform(df: pl.DataFrame | None, columns: dict[str, Any]) -> pl.DataFrame:
-    """``df`` with exactly ``columns`` (missing ones null), cast to their types."""
-    if df is None:
-        return pl.DataFrame(schema=columns)
-    return df.select(
-        (pl.col(c) if c in df.columns else pl.lit(None)).cast(t, strict=False).alias(c)
-        for c, t in columns.items()
-    )
 
 
 def unquote(expr: pl.Expr) -> pl.Expr:

@@ -14,6 +14,7 @@ import pyarrow as pa
 from tracekit.errors import TraceError
 from tracekit.parsers._sqlite import SHARED_CONNECTIONS, SqliteSource
 from tracekit.parsers.names import NamePool
+from tracekit.parsers.rocprof.common import conform
 from tracekit.parsers.rocprof.rocpd_info import AGENT_COLUMNS, id_mapping, read_agents
 
 SYMBOL_BIT = 1 << 39  # kernel-symbol names share the name pool with the string table
@@ -106,7 +107,6 @@ class SetReader:
         if events and event and "event_id" in have:
             got = [c for c in EVENT_COLUMNS if c in self.columns(event)]
             select += [f'e."{c}" AS "{c}"' for c in got]
-            present += got
             join = f'LEFT JOIN "{event}" AS e ON e.id = t."event_id"'
         wanted = (*columns, *EVENT_COLUMNS) if events else columns
         if self.tset.is_table(name):
@@ -115,12 +115,8 @@ class SetReader:
             table = self.db.arrow(f'SELECT {", ".join(select)} FROM "{name}" AS t {join}')
         df = pl.from_arrow(table)
         assert isinstance(df, pl.DataFrame)
-        return df.select(
-            (pl.col(c) if c in present else pl.lit(None))
-            .cast(pl.String if c in _TEXT else pl.Int64, strict=False)
-            .alias(c)
-            for c in wanted
-        ).rechunk()  # connectorx answers in many small batches; later steps want one chunk
+        types = {c: pl.String if c in _TEXT else pl.Int64 for c in wanted}
+        return conform(df, types).rechunk()  # connectorx answers in many small batches
 
     def named_ids(self) -> tuple[pa.Array, pa.Array]:
         """String-table ids and kernel-symbol ids, offset into this set's pool range."""
