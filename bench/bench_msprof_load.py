@@ -13,9 +13,10 @@ Kineto benchmark counts ``traceEvents``), the timeline rows, seconds and events/
 and the median.
 
 ``--analyze`` also times msprof-analyze, installed only for this comparison in
-``bench/out/msprof-analyze-venv`` (``pip install msprof-analyze``): its cheapest analysis that
-reads the same device tasks, the ``compute_op_sum`` cluster recipe (a per-op-type summary of
-the kernels; text input). Its output goes to a temporary folder, never into the input.
+``bench/out/msprof-analyze-venv`` (``pip install msprof-analyze``), on the same folder: its
+cheapest analysis of a text export (``cluster -m communication_time``; the cluster recipes that
+read the task tables, such as ``compute_op_sum``, accept only db exports) and the one that reads
+the device tasks (``advisor computation``). Output goes to a temporary folder.
 """
 
 from __future__ import annotations
@@ -112,9 +113,18 @@ def load_runs(path: Path, runs: int) -> list[dict]:
     return results
 
 
-def analyze_runs(path: Path, runs: int) -> list[float] | None:
-    """Seconds of ``msprof-analyze cluster -m compute_op_sum`` on a copy-free run (output in a
-    temporary folder); None when msprof-analyze is not installed in the bench venv."""
+ANALYSES = {
+    # the cheapest analysis msprof-analyze runs on a text export: its cluster recipes that
+    # read the task tables (compute_op_sum …) accept only db exports
+    "cluster -m communication_time": ["cluster", "-m", "communication_time"],
+    # the one that reads the device tasks of a text export (kernel_details.csv, trace_view.json)
+    "advisor computation": ["advisor", "computation"],
+}
+
+
+def analyze_runs(path: Path, runs: int) -> dict[str, list[float]] | None:
+    """Seconds of each of :data:`ANALYSES` on ``path`` (output in a temporary folder); None
+    when msprof-analyze is not installed in the bench venv."""
     exe = VENV / "bin" / "msprof-analyze"
     if not exe.exists():
         print(
@@ -122,36 +132,28 @@ def analyze_runs(path: Path, runs: int) -> list[float] | None:
             f"`python -m venv {VENV} && {VENV}/bin/pip install msprof-analyze`"
         )
         return None
-    times = []
-    for run in range(runs):
-        with tempfile.TemporaryDirectory() as tmp:
-            cluster = Path(tmp) / "cluster"
-            cluster.mkdir()
-            (cluster / path.name).symlink_to(path)  # the recipe wants a folder of ranks
-            t0 = time.perf_counter()
-            done = subprocess.run(
-                [
-                    str(exe),
-                    "cluster",
-                    "-d",
-                    str(cluster),
-                    "-m",
-                    "compute_op_sum",
-                    "--output_path",
-                    str(Path(tmp) / "out"),
-                ],
-                capture_output=True,
-                text=True,
-                check=False,
+    times: dict[str, list[float]] = {}
+    for label, argv in ANALYSES.items():
+        for run in range(runs):
+            with tempfile.TemporaryDirectory() as tmp:
+                target = path
+                if argv[0] == "cluster":  # the recipe wants a folder of ranks
+                    target = Path(tmp) / "cluster"
+                    target.mkdir()
+                    (target / path.name).symlink_to(path)
+                command = [str(exe), *argv, "-d", str(target), "-o", str(Path(tmp) / "out")]
+                t0 = time.perf_counter()
+                done = subprocess.run(
+                    command, capture_output=True, text=True, check=False, timeout=1800
+                )
+                seconds = time.perf_counter() - t0
+            tail = (done.stdout + done.stderr).strip().splitlines()[-1:]
+            print(
+                f"msprof-analyze {label} run {run + 1}: exit {done.returncode} in"
+                f" {seconds:.2f} s; {' | '.join(tail)[:200]}",
+                flush=True,
             )
-            seconds = time.perf_counter() - t0
-        tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
-        print(
-            f"msprof-analyze run {run + 1}: exit {done.returncode} in {seconds:.2f} s; "
-            f"{' | '.join(tail)[:300]}",
-            flush=True,
-        )
-        times.append(seconds)
+            times.setdefault(label, []).append(seconds)
     return times
 
 
@@ -171,10 +173,9 @@ def main() -> None:
         f" {statistics.median(r['seconds'] for r in results):.2f} s median)"
     )
     if args.analyze:
-        times = analyze_runs(path, args.runs)
-        if times:
+        for label, times in (analyze_runs(path, args.runs) or {}).items():
             print(
-                f"msprof-analyze compute_op_sum: best {min(times):.2f} s, "
+                f"msprof-analyze {label}: best {min(times):.2f} s, "
                 f"median {statistics.median(times):.2f} s"
             )
     if args.clean:
