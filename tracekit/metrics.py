@@ -12,11 +12,12 @@ from tracekit.intervals import gaps, intersect, lengths, merge, subtract
 from tracekit.taxonomy import CATEGORIES
 
 KEY = ["rank", "device", "step"]
-# Compute: kernels that are neither communication nor copies/fills (AMD memsets are kernels).
+# Compute: kernels that are not communication, leaving out copy/fill kernels (AMD memsets
+# are kernels) unless they are fallbacks (an eager copy is SM work), so fallback <= compute.
 IS_COMPUTE = (
     (pl.col("kind").cast(pl.String) == "kernel")
     & ~pl.col("is_comm")
-    & (pl.col("category") != "memory")
+    & ((pl.col("category") != "memory") | pl.col("is_fallback"))
 )
 MIN_BUBBLE_NS = 2_000
 METRIC_COLUMNS = (
