@@ -183,7 +183,11 @@ def classify(
     """
     taxonomy = taxonomy or builtin()
     keys = ["name", "kind", "engine"]
-    combos = df.select(pl.col(k).cast(pl.String) for k in keys).unique()
+    # Distinct combinations, kept in the frame's own dtypes (categoricals join on their codes)
+    # beside string copies for the regexes: 2M rows, a few thousand distinct names.
+    distinct = df.select(keys).unique()
+    combos = distinct.with_columns(pl.col(k).cast(pl.String).alias(f"_{k}") for k in keys)
+    combos = combos.rename({k: f"_key_{k}" for k in keys}).rename({f"_{k}": k for k in keys})
     first = pl.lit(None, pl.Int32)
     for i, pattern in reversed(list(enumerate(taxonomy.categories))):
         first = pl.when(pattern.condition(vendor)).then(pl.lit(i, pl.Int32)).otherwise(first)
@@ -216,18 +220,9 @@ def classify(
             is_fused_comm=(pl.col("is_fused_comm").fill_null(False) & device),
         )
         .with_columns(is_fallback=pl.col("_fallback") & device & ~pl.col("is_comm"))
-        .select(*keys, *FLAG_COLUMNS)
+        .select(*(pl.col(f"_key_{k}").alias(k) for k in keys), *FLAG_COLUMNS)
     )
-    tagged = df.with_columns(pl.col(k).cast(pl.String).alias(f"_{k}") for k in keys)
-    out = tagged.join(
-        combos,
-        left_on=[f"_{k}" for k in keys],
-        right_on=keys,
-        how="left",
-        nulls_equal=True,
-        maintain_order="left",
-    )
-    return out.drop(f"_{k}" for k in keys)
+    return df.join(combos, on=keys, how="left", nulls_equal=True, maintain_order="left")
 
 
 def classify_timeline(timeline: Timeline, patterns: str | Path | None = None) -> pl.DataFrame:
