@@ -12,5 +12,18 @@ def analyze(*args, **kwargs):  # type: ignore[no-untyped-def]
     return run(*args, **kwargs)
 
 
-__all__ = ["Timeline", "TraceError", "analyze", "load"]
+def __getattr__(name: str) -> object:
+    """``Analysis`` and ``Finding``, imported on first use (keeps ``import tracekit`` light)."""
+    if name == "Analysis":
+        from tracekit.analysis import Analysis
+
+        return Analysis
+    if name == "Finding":
+        from tracekit.rules.base import Finding
+
+        return Finding
+    raise AttributeError(f"module 'tracekit' has no attribute {name!r}")
+
+
+__all__ = ["Analysis", "Finding", "Timeline", "TraceError", "analyze", "load"]
 __version__ = "0.1.0"

@@ -21,6 +21,7 @@ WORK_KINDS = ("kernel", "comm", "memcpy", "memset")  # rows that make a device b
 # ranges, torch_npu / msprof step ranges, generic names.
 KNOWN_MARKERS = (
     r"^ProfilerStep#\d+$",
+    r"^gpu_model_runner: forward$",  # vLLM v1 (its sampling kernels join the step by time)
     r"^(gpu_model_runner: )?execute_model",
     r"^(model_runner|ModelRunner)[.:_ ]*(forward|execute)",
     r"^forward_(decode|extend|batch)",
