@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from tracekit.errors import TraceError
+from tracekit.intervals import merge
 
 WORK_KINDS = ("kernel", "comm", "memcpy", "memset")  # rows that make a device busy
 # Known step markers, most specific first: PyTorch profiler steps, vLLM / SGLang model-runner
@@ -113,8 +114,6 @@ def _by_graph(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _by_gaps(df: pl.DataFrame, min_gap_ns: int) -> pl.DataFrame:
-    from tracekit.intervals import merge
-
     work = df.filter(pl.col("kind").cast(pl.String).is_in(WORK_KINDS))
     if work.height == 0:
         return pl.DataFrame(schema=_RANGE_SCHEMA)
