@@ -60,19 +60,6 @@ class Args(msgspec.Struct, gc=False):
     rank: Int = None
 
 
-class PlainEvent(msgspec.Struct, gc=False):
-    """One trace event with ``ph`` as a field: the shape of the lenient fallback."""
-
-    ph: str = ""
-    cat: str | None = None
-    name: str | None = None
-    ts: int | float | str | None = None
-    dur: int | float | str | None = None
-    pid: int | str | None = None
-    tid: int | str | None = None
-    args: Args | None = None
-
-
 class Event(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     """A complete event; the other phases are subclasses or field-less stand-ins.
 
@@ -102,6 +89,12 @@ class Ignored(msgspec.Struct, gc=False, tag_field="ph"):
     tid: ClassVar[None] = None
     args: ClassVar[None] = None
 
+
+PlainEvent = msgspec.defstruct(
+    "PlainEvent",  # ``ph`` as a field: the shape of the lenient fallback
+    [("ph", str, ""), *((f.name, f.type, f.default) for f in msgspec.structs.fields(Event))],
+    gc=False,
+)
 
 # The phases of the Chrome trace event format; an event with any other ``ph`` makes the
 # typed decode fail and the lenient one (``PlainEvent`` with ``Any`` fields) take over.
