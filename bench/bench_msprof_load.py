@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -137,10 +138,10 @@ def analyze_runs(path: Path, runs: int) -> dict[str, list[float]] | None:
         for run in range(runs):
             with tempfile.TemporaryDirectory() as tmp:
                 target = path
-                if argv[0] == "cluster":  # the recipe wants a folder of ranks
+                if argv[0] == "cluster":  # a folder of ranks; it skips symlinked ones
                     target = Path(tmp) / "cluster"
                     target.mkdir()
-                    (target / path.name).symlink_to(path)
+                    shutil.copytree(path, target / path.name, copy_function=os.link)
                 command = [str(exe), *argv, "-d", str(target), "-o", str(Path(tmp) / "out")]
                 t0 = time.perf_counter()
                 done = subprocess.run(
