@@ -30,6 +30,19 @@ def test_rowid_partitioned_scan_equals_single_scan(monkeypatch: pytest.MonkeyPat
     assert partitioned.equals(single)
 
 
+def test_partitioned_scan_keeps_rowid_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rowid ranges read in parallel come back in rowid order, however the workers finish."""
+    monkeypatch.setattr(_sqlite, "_PARTITION_MIN_ROWS", 0)
+    monkeypatch.setattr(_sqlite.os, "cpu_count", lambda: 4)
+    source = _sqlite.SqliteSource(DEMO)
+    try:
+        for _ in range(20):
+            rows = source.scan("CUPTI_ACTIVITY_KIND_RUNTIME", "t.rowid AS r").column(0)
+            assert rows.to_pylist() == list(range(1, 1425))
+    finally:
+        source.close()
+
+
 def test_stdlib_fallback_when_a_journal_sits_beside_the_file(tmp_path: Path) -> None:
     path = tmp_path / "demo.sqlite"
     shutil.copy(DEMO, path)

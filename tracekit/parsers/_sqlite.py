@@ -5,7 +5,9 @@ from __future__ import annotations
 import itertools
 import os
 import sqlite3
+import threading
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
@@ -55,6 +57,7 @@ class SqliteSource:
         self._columns: dict[str, tuple[str, ...]] = {}
         self._fast = not _needs_stdlib(path)
         self.warnings: list[str] = []
+        self._lock = threading.Lock()
 
     def close(self) -> None:
         self.con.close()
@@ -81,7 +84,9 @@ class SqliteSource:
         ``t.rowid`` (``join`` may add ``LEFT JOIN other AS e ON …``; qualify columns then).
 
         Rowid ranges are B-tree seeks in SQLite, so each worker reads only its own share; the
-        ranges come from the table's first and last rowid, read once, in rowid order.
+        ranges come from the table's first and last rowid. Each range is its own connectorx
+        read (one query answers in order; several in one call come back in the order they
+        finish), run in threads (connectorx releases the GIL) and concatenated in rowid order.
         """
         sql = f'SELECT {select} FROM "{table}" AS t {join}'.rstrip()
         # one aggregate per query: SQLite reads min() or max() of the rowid off the B-tree
@@ -89,24 +94,25 @@ class SqliteSource:
         lo, hi = (self.scalar(f'SELECT {f}(rowid) FROM "{table}"') for f in ("min", "max"))
         parts = min(os.cpu_count() or 1, 8)
         small = not isinstance(lo, int) or not isinstance(hi, int) or hi - lo < _PARTITION_MIN_ROWS
-        if small or parts < 2 or not self._fast:
+        if small or parts < 2 or not self._fast or not SHARED_CONNECTIONS:
             return self._read(sql)
         step = (hi - lo + parts) // parts
         bounds = [lo + i * step for i in range(parts)] + [hi + 1]
         queries = [f"{sql} WHERE t.rowid >= {a} AND t.rowid < {b}"
                    for a, b in itertools.pairwise(bounds)]  # fmt: skip
-        return self._read(sql, queries)
+        with ThreadPoolExecutor(max_workers=parts, thread_name_prefix="sqlite-scan") as pool:
+            tables = list(pool.map(self._read, queries))
+        return pa.concat_tables(tables, promote_options="permissive")
 
-    def _read(self, sql: str, parts: list[str] | None = None) -> pa.Table:
-        """``sql`` through connectorx (``parts``, when given, read in parallel and
-        concatenated in order), or the standard library where that is the safe path."""
+    def _read(self, sql: str) -> pa.Table:
+        """``sql`` through connectorx, or the standard library where that is the safe path."""
         if not self._fast:
             return self._arrow_stdlib(sql)
         import connectorx as cx
 
         uri = "sqlite://" + urllib.parse.quote(str(self.path.resolve()))
         try:
-            return cx.read_sql(uri, parts or sql, return_type="arrow")
+            return cx.read_sql(uri, sql, return_type="arrow")
         except RuntimeError as exc:
             message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if "malformed" in message or "not a database" in message:
@@ -121,8 +127,9 @@ class SqliteSource:
             if "onversion" in message or "utf" in message.lower():
                 # Text that is not UTF-8: read this query with the lenient standard library.
                 warning = "text that is not valid UTF-8 decoded with U+FFFD replacements"
-                if warning not in self.warnings:
-                    self.warnings.append(warning)
+                with self._lock:  # scan workers may get here at once
+                    if warning not in self.warnings:
+                        self.warnings.append(warning)
                 return self._arrow_stdlib(sql)
             raise
 
