@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import tracekit
 from tracekit.analysis import analyze
 from tracekit.intervals import intersect, lengths, merge
+from tracekit.metrics import IS_COMPUTE
 
 VENV_PYTHON = Path(__file__).resolve().parent / "out" / "hta-venv" / "bin" / "python"
 DEFAULTS = (
@@ -35,8 +36,6 @@ DEFAULTS = (
     "nvidia/hta-v100-ddp-allreduce/df_index_resolver.json.gz",
     "nvidia/hta-sampled-world128-multistream/sampled_rank-0.json.gz",
 )
-# HTA's computation kernels: every kernel that is not communication (copy kernels included).
-HTA_COMPUTE = (pl.col("kind").cast(pl.String) == "kernel") & ~pl.col("is_comm")
 HTA = """
 import json, sys
 from hta.trace_analysis import TraceAnalysis
@@ -67,7 +66,7 @@ def tracekit_percent(trace: Path) -> tuple[float | None, float | None]:
     kept = work.join(launches, on="corr", how="inner")
     if last_start is not None:
         kept = kept.filter(pl.col("_launch") < last_start)
-    comm, compute = kept.filter(pl.col("is_comm")), kept.filter(HTA_COMPUTE)
+    comm, compute = kept.filter(pl.col("is_comm")), kept.filter(IS_COMPUTE)
     comm_ns = lengths(merge(comm, ["rank", "device"]))["ns"].sum()
     both = lengths(intersect(comm, compute, ["rank", "device"]))["ns"].sum()
     whole = 100 * both / comm_ns if comm_ns else None

@@ -14,6 +14,7 @@ import pytest
 import tracekit
 from tests.conftest import real_file, real_files
 from tracekit.intervals import intersect, lengths, merge
+from tracekit.metrics import IS_COMPUTE
 
 _ALL = real_files("nvidia", "**/*.json*", "**/*.sqlite") + real_files(
     "amd", "**/*.json*", "**/*.db", "**/*_kernel_trace.csv", "**/results.csv"
@@ -94,7 +95,7 @@ def test_overlap_agrees_with_hta_on_the_rows_hta_keeps(rel: str) -> None:
     launches = launches.select("corr", _launch="ts").unique("corr", keep="first")
     kept = a.work.join(launches, on="corr").filter(pl.col("_launch") < last)
     comm = kept.filter(pl.col("is_comm"))
-    compute = kept.filter((pl.col("kind").cast(pl.String) == "kernel") & ~pl.col("is_comm"))
+    compute = kept.filter(IS_COMPUTE)
     key = ["rank", "device"]
     comm_ns = lengths(merge(comm, key))["ns"].sum()
     both = lengths(intersect(comm, compute, key))["ns"].sum()

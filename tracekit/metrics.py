@@ -12,13 +12,9 @@ from tracekit.intervals import gaps, intersect, lengths, merge, subtract
 from tracekit.taxonomy import CATEGORIES
 
 KEY = ["rank", "device", "step"]
-# Compute: kernels that are not communication, leaving out copy/fill kernels (AMD memsets
-# are kernels) unless they are fallbacks (an eager copy is SM work), so fallback <= compute.
-IS_COMPUTE = (
-    (pl.col("kind").cast(pl.String) == "kernel")
-    & ~pl.col("is_comm")
-    & ((pl.col("category") != "memory") | pl.col("is_fallback"))
-)
+# Compute: every kernel that is not communication (copy kernels and fallbacks included; on
+# Ascend this is the "Computing" of step_trace_time, on NVIDIA what HTA calls computation).
+IS_COMPUTE = (pl.col("kind").cast(pl.String) == "kernel") & ~pl.col("is_comm")
 MIN_BUBBLE_NS = 2_000
 METRIC_COLUMNS = (
     "rank",

@@ -28,7 +28,9 @@ KNOWN_MARKERS = (
     r"^forward_(decode|extend|batch)",
     r"^(decode|Decode)[ _-]?[Ss]tep",
     r"^[Ss]tep[ _#-]?\d+$",
+    r"^Iteration \d+$",  # msprof Step Trace (device-side ranges)
 )
+MARKER_KINDS = ("range", "op")
 GRAPH_LAUNCHES = r"^(cudaGraphLaunch|hipGraphLaunch|aclmdlRIExecute|aclmdlExecute|aclgraph)"
 MIN_GAP_NS = 20_000  # the smallest idle gap the gaps method takes for a step boundary
 
@@ -79,10 +81,10 @@ def _numbered(ranges: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _by_marker(df: pl.DataFrame, pattern: str) -> pl.DataFrame:
-    rows = df.filter(
-        (pl.col("kind").cast(pl.String) == "range")
-        & _is_host(df)
+def _by_marker(df: pl.DataFrame, pattern: str, host: bool = True) -> pl.DataFrame:
+    rows = df.filter(  # torch_npu records ProfilerStep#N as an operator, Kineto as a range
+        pl.col("kind").cast(pl.String).is_in(MARKER_KINDS)
+        & (_is_host(df) if host else ~_is_host(df))
         & pl.col("name").cast(pl.String).str.contains(pattern)
     )
     ranges = rows.select(
@@ -159,6 +161,11 @@ def find_steps(df: pl.DataFrame, marker: str | None = None, min_gap_ns: int = MI
         ranges = _by_marker(df, pattern)
         if ranges.height:
             return Steps("marker", "high", f"host ranges matching {pattern!r}", ranges)
+    for pattern in KNOWN_MARKERS:  # device-side step ranges (msprof Step Trace): by time
+        ranges = _by_marker(df, pattern, host=False)
+        if ranges.height:
+            detail = f"device ranges matching {pattern!r}"
+            return Steps("marker", "high", detail, ranges, by_device_time=True)
     ranges = _by_graph(df)
     if ranges.height:
         return Steps("graph", "medium", "one graph launch per step", ranges)
@@ -185,10 +192,16 @@ def find_steps(df: pl.DataFrame, marker: str | None = None, min_gap_ns: int = MI
 
 
 def work_rows(df: pl.DataFrame) -> pl.DataFrame:
-    """The rows that occupy a device (kernels, communication, copies, fills)."""
-    return df.filter(
-        pl.col("kind").cast(pl.String).is_in(WORK_KINDS) & (pl.col("device").fill_null(-1) >= 0)
-    )
+    """The rows that occupy a device (kernels, communication, copies, fills).
+
+    A device row without a device index (torch_npu text exports record none; some HCCL rows
+    lack it) is analysed on its rank's device when the rank's other rows name exactly one,
+    else as device 0: one process drives one device there.
+    """
+    work = df.filter(pl.col("kind").cast(pl.String).is_in(WORK_KINDS))
+    dev = pl.col("device")
+    only = pl.when(dev.min().over("rank") == dev.max().over("rank")).then(dev.max().over("rank"))
+    return work.with_columns(dev.fill_null(only).fill_null(0)).filter(dev >= 0)
 
 
 def _step_at(rows: pl.DataFrame, at: str, ranges: pl.DataFrame, inside: bool) -> pl.Series:

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import polars as pl
 
-from tracekit.intervals import intersect, lengths, merge
+from tracekit.intervals import intersect, lengths, merge, subtract
 from tracekit.metrics import IS_COMPUTE, KEY, clipped
 from tracekit.rules.base import Context, Finding, Rule
 
@@ -131,18 +131,22 @@ class Overlap(Rule):
             (pl.col("ratio") < self.opts["exposed_below"])
             & (pl.col("usual") >= self.opts["usually_above"])
         )
+        # Exposed time: the union of the instances minus compute (an MC² operator and its
+        # AI CPU communication row cover the same stretch once).
+        compute = ctx.work.filter(IS_COMPUTE)
+        alone = lengths(subtract(exposed, compute, KEY), KEY, "ns")
         per_step = (
             exposed.sort("ts")
             .group_by(KEY, maintain_order=True)
             .agg(
                 count=pl.len(),
-                ns=(pl.col("dur") - pl.col("overlap_ns")).sum(),
                 usual=pl.col("usual").first(),
                 names=pl.col("name").unique(maintain_order=True),
                 streams=pl.col("stream").unique(),
                 starts=pl.col("ts"),
                 ends=pl.col("ts") + pl.col("dur"),
             )
+            .join(alone, on=KEY, how="left")
             .join(
                 ctx.step_metrics.select(*KEY, "exposed_comm_ns", "comm_overlap_ratio"),
                 on=KEY,
