@@ -16,6 +16,7 @@ from fixtures.ascend_scenario import build_ascend_scenario
 from fixtures.ascend_text_writer import write_torch_npu
 from fixtures.msprof_prof_writer import write_prof
 from fixtures.scenario import build_scenario
+from fixtures.step_truth import step_truth
 from tests.conftest import real_file
 from tracekit.intervals import lengths, merge
 
@@ -108,3 +109,28 @@ def test_bubble_on_torch_npu_output(tmp_path: Path) -> None:
     [(drained, resume)] = _base(idle_bubble_ns=150_000)["bubbles"]
     [f] = _run("torch_npu", tmp_path, idle_bubble_ns=150_000).findings
     assert (f.rule, f.step, f.metrics["largest_bubble_ns"]) == ("bubbles", 2, resume - drained)
+
+
+@pytest.mark.parametrize("writer", list(WRITERS))
+@pytest.mark.parametrize(
+    "fault", ["clean", "fallback_kernel", "exposed_all_to_all", "unfused_collective"]
+)
+def test_step_metrics_of_the_ascend_rendering(tmp_path: Path, writer: str, fault: str) -> None:
+    """Every step_metrics column but the category sums (Ascend operators carry other names:
+    a copy is a Cast there) equals the scenario's truth; memsets are ZerosLike kernels."""
+    knobs = {**CLEAN, **({} if fault == "clean" else {fault: True})}
+    sc = build_ascend_scenario(steps=4, layers=4, **knobs)
+    analysis = tracekit.analyze(tracekit.load(WRITERS[writer](sc.events, tmp_path)))
+    truth = step_truth(sc, kernel_roles=("memset",))
+    rows = analysis.step_metrics.to_dicts()
+    assert len(rows) == len(truth) == 4
+    shift = rows[0]["start"] - truth[0]["start"]
+    for got, want in zip(rows, truth):
+        for key, value in want.items():
+            if key.startswith("cat_"):
+                continue
+            value = value + shift if key == "start" else value
+            if isinstance(value, float):
+                assert got[key] == pytest.approx(value, abs=1e-12), (want["step"], key)
+            else:
+                assert got[key] == value, (want["step"], key)

@@ -44,7 +44,7 @@ def unfused_pairs(work: pl.DataFrame, max_gap_ns: int) -> pl.DataFrame:
         before = pl.when(hit).then(pl.col(f"_pname{tag}")).otherwise(before)
         hit = (pl.col(f"_ncat{tag}") == "gemm") & (pl.col(f"_ngap{tag}") <= gap)
         after = pl.when(hit).then(pl.col(f"_nname{tag}")).otherwise(after)
-    collectives = rows.filter(pl.col("is_comm") & ~pl.col("is_fused_comm"))
+    collectives = _outside_fused(rows.filter(pl.col("is_comm") & ~pl.col("is_fused_comm")), rows)
     found = collectives.with_columns(_before=before, _after=after).filter(
         pl.col("_before").is_not_null() | pl.col("_after").is_not_null()
     )
@@ -54,6 +54,19 @@ def unfused_pairs(work: pl.DataFrame, max_gap_ns: int) -> pl.DataFrame:
         .then(pl.lit("gemm first"))
         .otherwise(pl.lit("collective first")),
     ).select(pl.exclude("^_.*$"))
+
+
+def _outside_fused(collectives: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """Collectives that do not start inside a fused operator on their device (an MC²
+    operator's AI CPU communication side is part of the fused operator, not a pair)."""
+    dev = ["rank", "device"]
+    fused = rows.filter(pl.col("is_fused_comm")).sort("ts")
+    fused = fused.select(*dev, _fs="ts", _reach=pl.col("_end").cum_max().over(dev))
+    found = collectives.sort("ts").join_asof(
+        fused, left_on="ts", right_on="_fs", by=dev, strategy="backward", check_sortedness=False
+    )
+    inside = pl.col("_reach").is_not_null() & (pl.col("_reach") > pl.col("ts"))
+    return found.filter(~inside).drop("_fs", "_reach")
 
 
 class Mc2(Rule):
