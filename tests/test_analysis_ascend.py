@@ -54,6 +54,8 @@ def test_910b_steps_reproduce_torch_npu_step_trace(export: str, level: str, rank
         "computing": m["compute_ns"], "not_overlapped": m["exposed_comm_ns"],
         "overlapped": m["comm_ns"] - m["exposed_comm_ns"], "free": span - union, "stage": span,
     }  # fmt: skip
+    hccl = analysis.work.filter(pl.col("name").cast(pl.String).str.starts_with("hcom_"))
+    assert hccl.height == 4 and hccl["is_comm"].all()  # the step's four HCCL collectives
     want = _reference(run, export)
     for key in KEYS:  # the issue asks for 2 %; the numbers agree to float rounding
         assert got[key] / 1e3 == pytest.approx(want[key], rel=1e-4, abs=0.05), key

@@ -107,3 +107,16 @@ def test_summary_shows_steps_and_findings(trace: Path) -> None:
     assert len(data["step_metrics"]) == 3 and data["findings"][0]["rule"] == "bubbles"
     text = run_cli("summary", str(trace)).stdout
     assert "steps: 3 by marker" in text and "[bubbles] rank 0 dev 0 step 1" in text
+
+
+def test_patterns_file_on_the_command_line(trace: Path, tmp_path: Path) -> None:
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[[fallback]]\nmatch = "nvjet_hsh_256x128"\n')  # the LM head GEMM
+    done = run_cli("analyze", str(trace), "--json", "--rules", "fallback", "--patterns", str(mine))
+    found = json.loads(done.stdout)["findings"]
+    assert [f["rule"] for f in found] == ["fallback"] * 3  # one LM head per step
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[category]]\nmatch = '('\n")
+    done = run_cli("analyze", str(trace), "--patterns", str(bad))
+    assert done.returncode == 2 and "bad regular expression" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
