@@ -6,6 +6,7 @@ comma) on stdin, and writes the timeline table (Arrow IPC) on stdout.
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from typing import BinaryIO
@@ -33,6 +34,7 @@ def _read_array(stream: BinaryIO, size: int) -> bytearray:
 
 def main() -> int:
     """Entry point of a worker process."""
+    gc.disable()  # a short-lived process building many objects: reference counting suffices
     stdin = sys.stdin.buffer
     options = json.loads(stdin.readline())
     size = options.pop("size")
