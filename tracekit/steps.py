@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from tracekit.errors import TraceError
@@ -115,6 +116,24 @@ def _by_graph(df: pl.DataFrame) -> pl.DataFrame:
     return _numbered(launches.with_columns(end=ends))
 
 
+def _cut(gaps: np.ndarray, floor: int) -> int:
+    """The idle gap from which on a gap separates steps: Otsu's split of the log sizes of the
+    gaps of at least ``floor`` ns into a between-step and a within-step class, so that one
+    outlier (a warm-up kernel long before the loop) does not hide the regular step gaps."""
+    big = np.sort(gaps[gaps >= floor]).astype(np.float64)
+    if big.size < 3:
+        return floor
+    logs = np.log(big)
+    n, split = logs.size, np.arange(1, logs.size)
+    below = np.cumsum(logs)[:-1]
+    low, high = below / split, (logs.sum() - below) / (n - split)
+    score = (split / n) * (1 - split / n) * (high - low) ** 2
+    best = int(np.argmax(score))
+    if high[best] - low[best] < np.log(2):  # one class: every gap above the floor is a cut
+        return floor
+    return int(big[best + 1])
+
+
 def _by_gaps(df: pl.DataFrame, min_gap_ns: int) -> pl.DataFrame:
     work = df.filter(pl.col("kind").cast(pl.String).is_in(WORK_KINDS))
     if work.height == 0:
@@ -122,10 +141,12 @@ def _by_gaps(df: pl.DataFrame, min_gap_ns: int) -> pl.DataFrame:
     busy = merge(work.with_columns(pl.col("rank").fill_null(0).cast(pl.Int32)), ["rank"])
     gap = pl.col("start") - pl.col("end").shift(1).over("rank")
     busy = busy.with_columns(gap=gap)
-    largest = busy.group_by("rank").agg(
-        cut=pl.max_horizontal(pl.lit(min_gap_ns), pl.col("gap").max().fill_null(0) // 4)
-    )
-    bursts = busy.join(largest, on="rank").with_columns(
+    cuts = pl.DataFrame(
+        [(rank, _cut(group["gap"].drop_nulls().to_numpy(), min_gap_ns))
+         for (rank,), group in busy.group_by("rank")],
+        schema={"rank": pl.Int32, "cut": pl.Int64}, orient="row",
+    )  # fmt: skip
+    bursts = busy.join(cuts, on="rank").with_columns(
         new=pl.col("gap").is_null() | (pl.col("gap") >= pl.col("cut"))
     )
     bursts = bursts.with_columns(burst=pl.col("new").cum_sum().over("rank"))
@@ -171,7 +192,7 @@ def find_steps(df: pl.DataFrame, marker: str | None = None, min_gap_ns: int = MI
         return Steps("graph", "medium", "one graph launch per step", ranges)
     ranges = _by_gaps(df, min_gap_ns)
     if ranges.height:
-        detail = f"device bursts split at idle gaps >= max({min_gap_ns} ns, largest gap / 4)"
+        detail = f"device bursts split at the long idle gaps (>= {min_gap_ns} ns, Otsu split)"
         return Steps("gaps", "low", detail, ranges, by_device_time=True)
     whole = (
         df.select(
