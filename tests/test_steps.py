@@ -112,3 +112,16 @@ def test_bubble_causes() -> None:
         (135_000, 200_000, "host-bound: launch"),
         (205_000, 240_000, "unknown"),
     ]
+
+
+def test_gap_threshold_ignores_one_outlier() -> None:
+    import numpy as np
+
+    from tracekit.steps import _cut
+
+    within = [25_000, 30_000, 22_000, 28_000] * 10  # inside steps
+    between = [400_000, 420_000, 390_000, 410_000] * 3  # between steps
+    gaps = np.array([*within, *between, 900_000_000])  # and a warm-up long before
+    assert _cut(gaps, 20_000) == 390_000
+    assert _cut(np.array([30_000, 31_000, 29_000]), 20_000) == 20_000  # one class: all cut
+    assert _cut(np.array([5_000, 500_000]), 20_000) == 20_000  # too few to split
