@@ -19,74 +19,24 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracekit.errors import TraceError
-from tracekit.parsers.kineto.decode import read_bytes
 from tracekit.parsers.msprof.times import json_us_ns
+from tracekit.parsers.msprof.trace_decode import (
+    Args,
+    as_int,
+    decode,
+    distinct,
+    floats,
+    ints,
+    pair_codes,
+    take,
+    texts,
+)
 
-F = msgspec.field
-
-
-class Args(msgspec.Struct, gc=False):
-    """The ``args`` keys kept from every layer (values typed loosely: producers vary)."""
-
-    task_type: Any = F(name="Task Type", default=None)
-    physic_stream: Any = F(name="Physic Stream Id", default=None)
-    stream_id: Any = F(name="Stream Id", default=None)
-    task_id: Any = F(name="Task Id", default=None)
-    subtask_id: Any = F(name="Subtask Id", default=None)
-    model_id: Any = F(name="Model Id", default=None)
-    connection_id: Any = None
-    hccl_model_id: Any = F(name="model id", default=None)
-    data_type: Any = None
-    alg_type: Any = None
-    count: Any = None
-    relay: Any = None
-    retry: Any = None
-    notify_id: Any = None
-    plane_stream: Any = F(name="stream id", default=None)
-    plane_task: Any = F(name="task id", default=None)
-    context_id: Any = F(name="context id", default=None)
-    hccl_task_type: Any = F(name="task type", default=None)
-    src_rank: Any = F(name="src rank", default=None)
-    dst_rank: Any = F(name="dst rank", default=None)
-    transport: Any = F(name="transport type", default=None)
-    size: Any = F(name="size(Byte)", default=None)
-    plane_data_type: Any = F(name="data type", default=None)
-    link_type: Any = F(name="link type", default=None)
-    bandwidth: Any = F(name="bandwidth(GB/s)", default=None)
-    mode: Any = F(name="Mode", default=None)
-    level: Any = None
-    seq: Any = F(name="Sequence number", default=None)
-    correlation_id: Any = None
-    iteration_id: Any = F(name="Iteration ID", default=None)
-    name: Any = None
-    labels: Any = None
-
-
-class Event(msgspec.Struct, gc=False):
-    ph: Any = None
-    name: Any = None
-    pid: Any = None
-    tid: Any = None
-    ts: Any = None
-    dur: Any = None
-    cat: Any = None
-    id: Any = None
-    args: Args | None = None
-
-
-class _Wrapped(msgspec.Struct, gc=False):
-    traceEvents: list[Event] | None = None
-
-
-_LIST = msgspec.json.Decoder(list[Event])
-_OBJECT = msgspec.json.Decoder(_Wrapped)
 _EMPTY = Args()
 
 HARDWARE, HCCL, CANN, PYTHON, OVERLAP, STEP = "hw", "hccl", "cann", "python", "overlap", "step"
@@ -101,7 +51,6 @@ ROLES = {
 }
 _DEVICE_LABEL = re.compile(r"^NPU\s*(\d+)$")
 _CANN_THREAD = re.compile(r"^Thread \d+$")
-_STREAM_THREAD = re.compile(r"^Stream (\d+)$")
 COMM_THREAD = re.compile(r"Communication|Aicpu", re.IGNORECASE)
 PLANE_THREAD = re.compile(r"^Plane (\d+)$")
 
@@ -123,84 +72,24 @@ class Layers:
     warnings: list[str] = field(default_factory=list)
 
 
-def decode(path: Path) -> list[Event]:
-    """The events of a trace file (plain or gzip; bare array or ``traceEvents`` object)."""
-    data = read_bytes(path)
-    head = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
-    try:
-        if head[:1] == b"[":
-            return _LIST.decode(data)
-        if head[:1] == b"{":
-            return _OBJECT.decode(data).traceEvents or []
-    except msgspec.ValidationError as exc:
-        raise TraceError(
-            f"{path}: not an msprof timeline ({exc}); pass the JSON as written"
-        ) from exc
-    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        raise TraceError(
-            f"{path}: not valid JSON ({str(exc)[:120]}); the file may be truncated, export again"
-        ) from exc
-    raise TraceError(f"{path}: not a JSON trace (does not start with '[' or '{{')")
-
-
-def _ints(values: list[Any]) -> pa.Array:
-    try:
-        return pa.array(values, pa.int64())
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        return pa.array([_as_int(v) for v in values], pa.int64())
-
-
-def _as_int(value: Any) -> int | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int):
-        return value if -(2**63) <= value < 2**63 else None
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else None
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        return None
-
-
-def _floats(values: list[Any]) -> pa.Array:
-    try:
-        return pa.array(values, pa.float64())
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        out = []
-        for v in values:
-            try:
-                out.append(None if v is None else float(v))
-            except (TypeError, ValueError):
-                out.append(None)
-        return pa.array(out, pa.float64())
-
-
-def _texts(values: list[Any]) -> pa.Array:
-    try:
-        return pa.array(values, pa.string())
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return pa.array([None if v is None else str(v) for v in values], pa.string())
-
-
 class _Reader:
-    """Column extraction for subsets of the decoded events."""
+    """Column extraction for subsets of the complete events."""
 
-    def __init__(self, events: list[Event]) -> None:
+    def __init__(self, events: list[Any], threads: dict) -> None:
         self.events = events
+        self.threads = threads
         self.warnings: list[str] = []
 
-    def pick(self, idx: np.ndarray) -> list[Event]:
-        events = self.events
-        return [events[i] for i in idx]
+    def pick(self, idx: np.ndarray) -> list[Any]:
+        return take(self.events, idx)
 
     @staticmethod
-    def args(events: list[Event]) -> list[Args]:
+    def args(events: list[Any]) -> list[Args]:
         return [e.args or _EMPTY for e in events]
 
-    def base(self, events: list[Event], label: str) -> dict[str, Any] | None:
-        """ts/dur (epoch or monotonic ns, as written) and name of X events; drops rows without
-        a usable ts (counted in a warning)."""
+    def base(self, events: list[Any], label: str) -> dict[str, Any]:
+        """ts/dur (epoch or monotonic ns, as written) of X events, and the rows with a usable
+        ts (the others are counted in a warning)."""
         ts, ok = json_us_ns([e.ts for e in events])
         dur, dur_ok = json_us_ns([e.dur for e in events])
         dur = np.where(dur_ok & (dur > 0), dur, 0)
@@ -209,19 +98,25 @@ class _Reader:
             self.warnings.append(f"{bad} {label} events without a usable ts; dropped")
         return {"ts": ts, "dur": dur, "keep": ok}
 
+    def per_thread(self, events: list[Any], fn: Callable[[Any, Any, str | None], Any]) -> Any:
+        """``fn(pid, tid, thread name)`` per event, computed once per distinct thread."""
+        inverse, pairs = pair_codes([e.pid for e in events], [e.tid for e in events])
+        values = np.empty(len(pairs), dtype=object)
+        values[:] = [fn(p, t, self.threads.get((p, t))) for p, t in pairs]
+        return values[inverse]
+
 
 def _frame(columns: dict[str, Any], keep: np.ndarray) -> pl.DataFrame:
-    frame = pl.DataFrame({k: v for k, v in columns.items()})
+    frame = pl.DataFrame(columns)
     return frame if keep.all() else frame.filter(pl.Series(keep))
 
 
-def _meta(events: list[Event], ph: np.ndarray) -> tuple[dict, dict, dict]:
+def _meta(events: list[Any]) -> tuple[dict, dict, dict]:
     """process names, process labels and thread names from the ``M`` events."""
     procs: dict[Any, str] = {}
     labels: dict[Any, str] = {}
     threads: dict[tuple[Any, Any], str] = {}
-    for i in np.nonzero(ph == "M")[0]:
-        e = events[i]
+    for e in events:
         value = e.args.name if e.args is not None else None
         if e.name == "process_name" and value is not None:
             procs[e.pid] = str(value)
@@ -255,69 +150,78 @@ def read_layers(path: Path, include_python: bool = False) -> Layers:
     out = Layers()
     if not events:
         return out
-    ph = np.array([e.ph for e in events], dtype=object)
-    procs, labels, threads = _meta(events, ph)
-    pid_list = [e.pid for e in events]
-    is_flow_start = ph == "s"
-    flow_pids = {
-        events[i].pid for i in np.nonzero(is_flow_start)[0] if events[i].cat == "HostToDevice"
-    }
-    roles = _roles(procs, threads, flow_pids, set(pid_list), out.warnings)
+    ph = texts(list(map(attrgetter("ph"), events)))
+    procs, labels, threads = _meta(take(events, _where(pc.equal(ph, "M"))))
+    flows = take(events, _where(pc.is_in(ph, pa.array(["s", "f"]))))
+    flow_ph = texts([e.ph for e in flows])
+    flow_cat = texts([e.cat for e in flows])
+    starts = pc.and_(pc.equal(flow_ph, "s"), pc.equal(flow_cat, "HostToDevice"))
+    flow_pids = set(distinct([e.pid for e in take(flows, _where(starts))])[1])
+    codes, pids = distinct(list(map(attrgetter("pid"), events)))
+    roles = _roles(procs, threads, flow_pids, set(pids), out.warnings)
     out.processes = sorted(set(procs.values()))
     for pid, label in labels.items():
         match = _DEVICE_LABEL.match(label.strip())
         if match and roles.get(pid) in (HARDWARE, HCCL):
             out.device = int(match.group(1))
-    role = np.array([roles.get(p) for p in pid_list], dtype=object)
-    reader = _Reader(events)
-    complete = ph == "X"
-    for name, fn in (
+    layers = (
         (HARDWARE, _hardware),
         (HCCL, _hccl),
         (CANN, _cann),
         (PYTHON, _python),
         (OVERLAP, _overlap),
         (STEP, _steps),
-    ):
-        idx = np.nonzero(complete & (role == name))[0]
+    )
+    order = [name for name, _ in layers]
+    by_pid = np.array([order.index(roles[p]) if p in roles else -1 for p in pids], np.int64)
+    role = np.where(_mask(pc.equal(ph, "X")), by_pid[codes], -1)
+    reader = _Reader(events, threads)
+    for number, (_, fn) in enumerate(layers):
+        idx = np.nonzero(role == number)[0]
         if len(idx):
-            fn(reader, idx, out, threads, include_python)
-    flows = np.nonzero((ph == "s") | (ph == "f"))[0]
+            fn(reader, idx, out, include_python)
     if len(flows):
-        _flows(reader, flows, out)
+        _flows(flows, flow_cat, out)
     out.warnings.extend(reader.warnings)
     return out
 
 
-def _hardware(reader: _Reader, idx: np.ndarray, out: Layers, threads: dict, _: bool) -> None:
+def _mask(mask: pa.Array) -> np.ndarray:
+    return mask.fill_null(False).to_numpy(zero_copy_only=False)
+
+
+def _where(mask: pa.Array) -> np.ndarray:
+    return np.nonzero(_mask(mask))[0]
+
+
+def _hardware(reader: _Reader, idx: np.ndarray, out: Layers, _: bool) -> None:
     events = reader.pick(idx)
-    names = [threads.get((e.pid, e.tid), "") for e in events]
-    step_rows = np.array([n.startswith("Step Trace") for n in names], dtype=bool)
+    step_rows = reader.per_thread(events, lambda p, t, n: (n or "").startswith("Step Trace"))
+    step_rows = step_rows.astype(bool)
     if step_rows.any():
-        _step_frame(reader, [e for e, s in zip(events, step_rows) if s], out)
-        events = [e for e, s in zip(events, step_rows) if not s]
+        _step_frame(reader, take(events, np.nonzero(step_rows)[0]), out)
+        events = take(events, np.nonzero(~step_rows)[0])
     if not events:
         return
     base = reader.base(events, "Ascend Hardware")
     args = reader.args(events)
     get = lambda key: list(map(attrgetter(key), args))  # noqa: E731
-    stream = pc.coalesce(
-        _ints(get("physic_stream")), _ints(get("stream_id")), _ints([e.tid for e in events])
-    )
+    physic, stream_id = get("physic_stream"), get("stream_id")
+    stream = pc.coalesce(ints(physic), ints(stream_id), ints([e.tid for e in events]))
     columns = {
         "ts": base["ts"],
         "dur": base["dur"],
-        "name": _texts([e.name for e in events]),
-        "task_type": _texts(get("task_type")),
+        "name": texts([e.name for e in events]),
+        "task_type": texts(get("task_type")),
         "stream": stream,
-        "task_id": _ints(get("task_id")),
-        "subtask_id": _ints(get("subtask_id")),
-        "model_id": _ints(get("model_id")),
-        "corr": _ints(get("connection_id")),
+        "task_id": ints(get("task_id")),
+        "subtask_id": ints(get("subtask_id")),
+        "model_id": ints(get("model_id")),
+        "corr": ints(get("connection_id")),
     }
-    if any(a.physic_stream is not None for a in args):
+    if physic.count(None) < len(physic):
         out.stream_keys.append("Physic Stream Id")
-    if any(a.stream_id is not None for a in args):
+    if stream_id.count(None) < len(stream_id):
         out.stream_keys.append("Stream Id")
     out.hardware = _frame(columns, base["keep"])
 
@@ -326,82 +230,88 @@ def _group_of(threads: dict, pid: Any) -> list[tuple[int, str]]:
     groups = []
     for (p, tid), name in threads.items():
         if p == pid and COMM_THREAD.search(name) and not PLANE_THREAD.match(name):
-            tid_int = _as_int(tid)
+            tid_int = as_int(tid)
             if tid_int is not None:
                 groups.append((tid_int, name.strip()))
     return sorted(groups)
 
 
-def _hccl(reader: _Reader, idx: np.ndarray, out: Layers, threads: dict, _: bool) -> None:
+def _hccl(reader: _Reader, idx: np.ndarray, out: Layers, _: bool) -> None:
     events = reader.pick(idx)
-    thread = [threads.get((e.pid, e.tid), "").strip() for e in events]
-    plane = np.array([bool(PLANE_THREAD.match(n)) for n in thread], dtype=bool)
-    groups = {pid: _group_of(threads, pid) for pid in {e.pid for e in events}}
+    groups: dict[Any, list[tuple[int, str]]] = {}
 
-    def owner(e: Event, name: str) -> str | None:
+    def owner(pid: Any, tid: Any, name: str) -> str | None:
         if name and not PLANE_THREAD.match(name):
             return name
-        tid = _as_int(e.tid)
-        known = groups.get(e.pid, [])
-        found = [n for t, n in known if tid is not None and t < tid]
+        if pid not in groups:
+            groups[pid] = _group_of(reader.threads, pid)
+        tid_int = as_int(tid)
+        known = groups[pid]
+        found = [n for t, n in known if tid_int is not None and t < tid_int]
         if not found and len(known) == 1:  # older msprof: one group thread, after the planes
             return known[0][1]
         return found[-1] if found else None
 
-    group = [owner(e, n) for e, n in zip(events, thread)]
-    ops = [e for e, p in zip(events, plane) if not p]
-    op_group = [g for g, p in zip(group, plane) if not p]
-    if ops:
+    def describe(pid: Any, tid: Any, name: str | None) -> tuple[int, str | None]:
+        name = (name or "").strip()
+        plane = PLANE_THREAD.match(name)
+        return (int(plane.group(1)) if plane else -1), owner(pid, tid, name)
+
+    described = reader.per_thread(events, describe)
+    plane_no = np.array([d[0] for d in described], dtype=np.int64)
+    group = np.array([d[1] for d in described], dtype=object)
+    plane = plane_no >= 0
+    ops_at, tasks_at = np.nonzero(~plane)[0], np.nonzero(plane)[0]
+    if len(ops_at):
+        ops = take(events, ops_at)
         base = reader.base(ops, "HCCL")
         args = reader.args(ops)
         get = lambda key: list(map(attrgetter(key), args))  # noqa: E731
         columns = {
             "ts": base["ts"],
             "dur": base["dur"],
-            "name": _texts([e.name for e in ops]),
-            "thread": _texts(op_group),
-            "corr": _ints(get("connection_id")),
-            "model_id": _ints(get("hccl_model_id")),
-            "data_type": _texts(get("data_type")),
-            "alg_type": _texts(get("alg_type")),
-            "count": _ints(get("count")),
-            "relay": _ints(get("relay")),
-            "retry": _ints(get("retry")),
+            "name": texts([e.name for e in ops]),
+            "thread": texts(group[ops_at]),
+            "corr": ints(get("connection_id")),
+            "model_id": ints(get("hccl_model_id")),
+            "data_type": texts(get("data_type")),
+            "alg_type": texts(get("alg_type")),
+            "count": ints(get("count")),
+            "relay": ints(get("relay")),
+            "retry": ints(get("retry")),
         }
         out.hccl_ops = _frame(columns, base["keep"])
-    tasks = [e for e, p in zip(events, plane) if p]
-    if tasks:
+    if len(tasks_at):
+        tasks = take(events, tasks_at)
         base = reader.base(tasks, "HCCL task")
         args = reader.args(tasks)
         get = lambda key: list(map(attrgetter(key), args))  # noqa: E731
         columns = {
             "ts": base["ts"],
             "dur": base["dur"],
-            "name": _texts([e.name for e in tasks]),
-            "thread": _texts([g for g, p in zip(group, plane) if p]),
-            "plane": _ints(
-                [int(PLANE_THREAD.match(n).group(1)) for n, p in zip(thread, plane) if p]
-            ),
-            "stream": _ints(get("plane_stream")),
-            "task_id": _ints(get("plane_task")),
-            "context_id": _ints(get("context_id")),
-            "task_type": _texts(get("hccl_task_type")),
-            "notify_id": _texts(get("notify_id")),
-            "src_rank": _ints(get("src_rank")),
-            "dst_rank": _ints(get("dst_rank")),
-            "transport": _texts(get("transport")),
-            "size": _ints(get("size")),
-            "data_type": _texts(get("plane_data_type")),
-            "link_type": _texts(get("link_type")),
-            "bandwidth": _floats(get("bandwidth")),
-            "model_id": _ints(get("hccl_model_id")),
+            "name": texts([e.name for e in tasks]),
+            "thread": texts(group[tasks_at]),
+            "plane": pa.array(plane_no[tasks_at]),
+            "stream": ints(get("plane_stream")),
+            "task_id": ints(get("plane_task")),
+            "context_id": ints(get("context_id")),
+            "task_type": texts(get("hccl_task_type")),
+            "notify_id": texts(get("notify_id")),
+            "src_rank": ints(get("src_rank")),
+            "dst_rank": ints(get("dst_rank")),
+            "transport": texts(get("transport")),
+            "size": ints(get("size")),
+            "data_type": texts(get("plane_data_type")),
+            "link_type": texts(get("link_type")),
+            "bandwidth": floats(get("bandwidth")),
+            "model_id": ints(get("hccl_model_id")),
         }
         out.hccl_tasks = _frame(columns, base["keep"])
 
 
 def _host_frame(
     reader: _Reader,
-    events: list[Event],
+    events: list[Any],
     kind: str,
     label: str,
     extra: Callable[[list[Args]], dict[str, Any]],
@@ -411,28 +321,26 @@ def _host_frame(
         "ts": base["ts"],
         "dur": base["dur"],
         "kind": pa.array([kind] * len(events)),
-        "name": _texts([e.name for e in events]),
-        "pid": _ints([e.pid for e in events]),
-        "tid": _ints([e.tid for e in events]),
+        "name": texts([e.name for e in events]),
+        "pid": ints([e.pid for e in events]),
+        "tid": ints([e.tid for e in events]),
         **extra(reader.args(events)),
     }
     return _frame(columns, base["keep"])
 
 
-def _cann(reader: _Reader, idx: np.ndarray, out: Layers, threads: dict, _: bool) -> None:
-    events = reader.pick(idx)
-
+def _cann(reader: _Reader, idx: np.ndarray, out: Layers, _: bool) -> None:
     def extra(args: list[Args]) -> dict[str, Any]:
         return {
-            "corr": _ints([a.connection_id for a in args]),
-            "level": _texts([a.level for a in args]),
-            "mode": _texts([a.mode for a in args]),
+            "corr": ints([a.connection_id for a in args]),
+            "level": texts([a.level for a in args]),
+            "mode": texts([a.mode for a in args]),
         }
 
-    out.host.append(_host_frame(reader, events, "api", "CANN", extra))
+    out.host.append(_host_frame(reader, reader.pick(idx), "api", "CANN", extra))
 
 
-def _python(reader: _Reader, idx: np.ndarray, out: Layers, threads: dict, python: bool) -> None:
+def _python(reader: _Reader, idx: np.ndarray, out: Layers, python: bool) -> None:
     events = reader.pick(idx)
     cats = np.array([e.cat for e in events], dtype=object)
     groups = {
@@ -444,56 +352,59 @@ def _python(reader: _Reader, idx: np.ndarray, out: Layers, threads: dict, python
     for kind, mask in groups.items():
         if not mask.any() or (kind == "python" and not python):
             continue
-        subset = [e for e, m in zip(events, mask) if m]
+        subset = take(events, np.nonzero(mask)[0])
 
         def extra(args: list[Args], kind: str = kind) -> dict[str, Any]:
             if kind == "api":
-                return {"queue_corr": _ints([a.correlation_id for a in args])}
-            return {"seq": _ints([a.seq for a in args])} if kind == "op" else {}
+                return {"queue_corr": ints([a.correlation_id for a in args])}
+            return {"seq": ints([a.seq for a in args])} if kind == "op" else {}
 
         out.host.append(
             _host_frame(reader, subset, "op" if kind == "python" else kind, "Python", extra)
         )
 
 
-def _overlap(reader: _Reader, idx: np.ndarray, out: Layers, threads: dict, _: bool) -> None:
+def _overlap(reader: _Reader, idx: np.ndarray, out: Layers, _: bool) -> None:
     events = reader.pick(idx)
     base = reader.base(events, "Overlap Analysis")
-    names = [threads.get((e.pid, e.tid)) or str(e.name) for e in events]
-    frame = _frame({"thread": _texts(names), "dur": base["dur"]}, base["keep"])
+    names = reader.per_thread(events, lambda p, t, n: n or None)
+    unnamed = np.nonzero(names == None)[0]  # noqa: E711 - elementwise on an object array
+    if len(unnamed):
+        names[unnamed] = [str(e.name) for e in take(events, unnamed)]
+    frame = _frame({"thread": texts(names), "dur": base["dur"]}, base["keep"])
     totals = frame.group_by("thread").agg(pl.col("dur").sum())
     out.overlap_ns = {k: int(v) for k, v in totals.iter_rows()}
 
 
-def _steps(reader: _Reader, idx: np.ndarray, out: Layers, threads: dict, _: bool) -> None:
+def _steps(reader: _Reader, idx: np.ndarray, out: Layers, _: bool) -> None:
     _step_frame(reader, reader.pick(idx), out)
 
 
-def _step_frame(reader: _Reader, events: list[Event], out: Layers) -> None:
+def _step_frame(reader: _Reader, events: list[Any], out: Layers) -> None:
     base = reader.base(events, "Step Trace")
     args = reader.args(events)
     columns = {
         "ts": base["ts"],
         "dur": base["dur"],
-        "name": _texts([e.name for e in events]),
-        "cat": _texts([e.cat for e in events]),
-        "iteration": _ints([a.iteration_id for a in args]),
+        "name": texts([e.name for e in events]),
+        "cat": texts([e.cat for e in events]),
+        "iteration": ints([a.iteration_id for a in args]),
     }
     frame = _frame(columns, base["keep"])
     out.steps = frame if out.steps is None else pl.concat([out.steps, frame])
 
 
-def _flows(reader: _Reader, idx: np.ndarray, out: Layers) -> None:
-    events = [e for e in reader.pick(idx) if e.cat == "async_npu"]
+def _flows(flows: list[Any], cats: pa.Array, out: Layers) -> None:
+    events = take(flows, _where(pc.equal(cats, "async_npu")))
     if not events:
         return
     ts, ok = json_us_ns([e.ts for e in events])
     frame = pl.DataFrame(
         {
-            "ph": _texts([e.ph for e in events]),
-            "id": _texts([e.id for e in events]),
-            "pid": _ints([e.pid for e in events]),
-            "tid": _ints([e.tid for e in events]),
+            "ph": texts([e.ph for e in events]),
+            "id": texts([e.id for e in events]),
+            "pid": ints([e.pid for e in events]),
+            "tid": ints([e.tid for e in events]),
             "ts": ts,
         }
     )

@@ -1,0 +1,173 @@
+"""msgspec decode of msprof / torch_npu timeline JSON, and the column helpers of the layers."""
+
+from __future__ import annotations
+
+from operator import itemgetter
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tracekit.errors import TraceError
+from tracekit.parsers.kineto.decode import read_bytes
+
+F = msgspec.field
+
+
+class Args(msgspec.Struct, gc=False):
+    """The ``args`` keys kept from every layer (values typed loosely: producers vary)."""
+
+    task_type: Any = F(name="Task Type", default=None)
+    physic_stream: Any = F(name="Physic Stream Id", default=None)
+    stream_id: Any = F(name="Stream Id", default=None)
+    task_id: Any = F(name="Task Id", default=None)
+    subtask_id: Any = F(name="Subtask Id", default=None)
+    model_id: Any = F(name="Model Id", default=None)
+    connection_id: Any = None
+    hccl_model_id: Any = F(name="model id", default=None)
+    data_type: Any = None
+    alg_type: Any = None
+    count: Any = None
+    relay: Any = None
+    retry: Any = None
+    notify_id: Any = None
+    plane_stream: Any = F(name="stream id", default=None)
+    plane_task: Any = F(name="task id", default=None)
+    context_id: Any = F(name="context id", default=None)
+    hccl_task_type: Any = F(name="task type", default=None)
+    src_rank: Any = F(name="src rank", default=None)
+    dst_rank: Any = F(name="dst rank", default=None)
+    transport: Any = F(name="transport type", default=None)
+    size: Any = F(name="size(Byte)", default=None)
+    plane_data_type: Any = F(name="data type", default=None)
+    link_type: Any = F(name="link type", default=None)
+    bandwidth: Any = F(name="bandwidth(GB/s)", default=None)
+    mode: Any = F(name="Mode", default=None)
+    level: Any = None
+    seq: Any = F(name="Sequence number", default=None)
+    correlation_id: Any = None
+    iteration_id: Any = F(name="Iteration ID", default=None)
+    name: Any = None
+    labels: Any = None
+
+
+class Event(msgspec.Struct, gc=False):
+    """One event, every kept field typed loosely (a tagged union by ``ph`` decodes slower: torch_npu
+    writes ``ph`` last, so msgspec would scan each object twice)."""
+
+    ph: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    cat: Any = None
+    id: Any = None
+    args: Args | None = None
+
+
+class _Wrapped(msgspec.Struct, gc=False):
+    traceEvents: list[Event] | None = None
+
+
+_LIST = msgspec.json.Decoder(list[Event])
+_OBJECT = msgspec.json.Decoder(_Wrapped)
+
+
+def decode(path: Path) -> list[Event]:
+    """The events of a trace file (plain or gzip; bare array or ``traceEvents`` object)."""
+    data = read_bytes(path)
+    head = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
+    try:
+        if head[:1] == b"[":
+            return _LIST.decode(data)
+        if head[:1] == b"{":
+            return _OBJECT.decode(data).traceEvents or []
+    except msgspec.ValidationError as exc:
+        raise TraceError(
+            f"{path}: not an msprof timeline ({exc}); pass the JSON as written"
+        ) from exc
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        raise TraceError(
+            f"{path}: not valid JSON ({str(exc)[:120]}); the file may be truncated, export again"
+        ) from exc
+    raise TraceError(f"{path}: not a JSON trace (does not start with '[' or '{{')")
+
+
+def take(items: list[Any], idx: np.ndarray) -> list[Any]:
+    """``items`` at positions ``idx``, gathered in C."""
+    if len(idx) == 1:
+        return [items[int(idx[0])]]
+    return list(itemgetter(*idx.tolist())(items)) if len(idx) else []
+
+
+def distinct(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
+    """(code per value, the distinct values): integers and text are encoded by Arrow, other
+    values (mixed types, floats, booleans) by a dict, keeping Python's equality."""
+    try:
+        array = pa.array(values)
+        if array.type == pa.null():
+            return np.zeros(len(values), np.int64), [None] if len(values) else []
+        if array.type in (pa.int64(), pa.string()):
+            encoded = pc.dictionary_encode(array)
+            uniques = encoded.dictionary.to_pylist()
+            codes = encoded.indices.fill_null(len(uniques)).to_numpy(zero_copy_only=False)
+            return codes.astype(np.int64), [*uniques, None] if array.null_count else uniques
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+        pass
+    index: dict[Any, int] = {}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), np.int64, len(values))
+    return codes, list(index)
+
+
+def pair_codes(pids: list[Any], tids: list[Any]) -> tuple[np.ndarray, list[tuple[Any, Any]]]:
+    """(code per event, the distinct (pid, tid) pairs)."""
+    pid_codes, pid_values = distinct(pids)
+    tid_codes, tid_values = distinct(tids)
+    width = max(len(tid_values), 1)
+    pairs, inverse = np.unique(pid_codes * width + tid_codes, return_inverse=True)
+    found = [(pid_values[k // width], tid_values[k % width]) for k in pairs.tolist()]
+    return inverse.reshape(-1), found
+
+
+def as_int(value: Any) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**63 else None
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return None
+
+
+def ints(values: list[Any]) -> pa.Array:
+    try:
+        return pa.array(values, pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return pa.array([as_int(v) for v in values], pa.int64())
+
+
+def floats(values: list[Any]) -> pa.Array:
+    try:
+        return pa.array(values, pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        out = []
+        for v in values:
+            try:
+                out.append(None if v is None else float(v))
+            except (TypeError, ValueError):
+                out.append(None)
+        return pa.array(out, pa.float64())
+
+
+def texts(values: Any) -> pa.Array:
+    try:
+        return pa.array(values, pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([None if v is None else str(v) for v in values], pa.string())
