@@ -11,8 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tracekit.timeline import build_table
 
@@ -36,56 +38,93 @@ NO_ID = 4294967295  # "no model / stream / rank" in every Ascend export (uint32 
 Field = tuple[str, pl.Expr, str]
 
 
-def _json_strings(values: pl.Series) -> pl.Series:
-    """Each string as a JSON string literal (null stays null). Distinct values are encoded
-    once by ``json.dumps`` and gathered; mostly distinct columns go through polars' encoder."""
-    values = values.cast(pl.String)
-    distinct = values.drop_nulls().unique()
-    if len(distinct) > max(10_000, len(values) // 4):
-        frame = pl.DataFrame({"v": values})
+def _json_strings(distinct: pl.Series, rows: int) -> pl.Series:
+    """Distinct strings of a column of ``rows`` rows as JSON string literals: by ``json.dumps``,
+    or by polars' encoder when they are many (over 10 000 and over a quarter of the rows)."""
+    if len(distinct) > max(10_000, rows // 4):
+        frame = pl.DataFrame({"v": distinct})
         encoded = pl.struct(pl.col("v")).struct.json_encode()
         return frame.select(encoded.str.slice(5, encoded.str.len_chars() - 6)).to_series()
-    mapping = {value: json.dumps(value, ensure_ascii=False) for value in distinct.to_list()}
-    return values.replace_strict(mapping, default=None, return_dtype=pl.String)
+    texts = [json.dumps(v, ensure_ascii=False) for v in distinct.to_list()]
+    return pl.Series(texts, dtype=pl.String)
 
 
 def args_json(frame: pl.DataFrame, fields: Sequence[Field]) -> pl.Series:
     """One compact JSON object per row of ``frame`` from ``fields`` (evaluated on it); null
-    values are left out and a row with no value at all gets a null ``args``."""
+    values are left out and a row with no value at all gets a null ``args``.
+
+    Each field is encoded once per distinct value; runs of few-valued fields are joined once
+    per distinct combination (:func:`_join`)."""
     if not fields or not frame.height:
         return pl.Series("args", [None] * frame.height, pl.String)
     names = [f"_{i}" for i in range(len(fields))]
     values = frame.with_columns(
         [expr.alias(name) for name, (_, expr, _) in zip(names, fields)]
     ).select(names)
-    texts: dict[str, pl.Series] = {}
+    pieces = []
     for i, (key, _, kind) in enumerate(fields):
         column = values[f"_{i}"]
         if column.null_count() == len(column):
             continue
-        if kind == "text":
-            column = _json_strings(column)
-        elif kind == "float":
+        if kind == "float":
             number = column.cast(pl.Float64)
             column = number.cast(pl.String).zip_with(
                 number.is_finite().fill_null(False), pl.Series([None], dtype=pl.String)
             )
-        else:
+            kind = "int"  # already text: written unquoted
+        elif kind == "text":
             column = column.cast(pl.String)
-        texts[key] = column
-    if not texts:
+        pieces.append(_pieces(key, column, kind))
+    if not pieces:
         return pl.Series("args", [None] * frame.height, pl.String)
-    pieces = [
-        pl.when(pl.col(f"_{i}").is_not_null()).then(
-            pl.concat_str(pl.lit(f"{json.dumps(key)}:"), pl.col(f"_{i}"))
-        )
-        for i, key in enumerate(texts)
-    ]
-    table = pl.DataFrame({f"_{i}": column for i, column in enumerate(texts.values())})
-    body = pl.concat_str(pieces, separator=",", ignore_nulls=True)
-    return table.select(
-        pl.when(body != "").then(pl.concat_str(pl.lit("{"), body, pl.lit("}"))).alias("args")
-    ).to_series()
+    body = _join(pieces, frame.height)
+    text = pc.binary_join_element_wise(_LEFT, pc.utf8_slice_codeunits(body, 1), _RIGHT, _NONE)
+    args = pc.if_else(pc.equal(body, _NONE), pa.scalar(None, pa.large_string()), text)
+    return pl.Series("args", args, pl.String)
+
+
+_LEFT, _RIGHT, _NONE = (pa.scalar(t, pa.large_string()) for t in ("{", "}", ""))
+
+
+def _pieces(key: str, column: pl.Series, kind: str) -> tuple[np.ndarray, pa.Array]:
+    """A column as (code per row, ``,"key":value`` per code): its distinct values encoded, and
+    "" last (the code of null)."""
+    encoded = pc.dictionary_encode(column.to_arrow())
+    distinct = pl.Series(encoded.dictionary)
+    distinct = _json_strings(distinct, len(column)) if kind == "text" else distinct.cast(pl.String)
+    prefix = pa.scalar(f",{json.dumps(key)}:", pa.large_string())
+    texts = pc.binary_join_element_wise(prefix, distinct.to_arrow().cast(pa.large_string()), _NONE)
+    codes = encoded.indices.fill_null(len(texts)).to_numpy(zero_copy_only=False)
+    texts = pa.concat_arrays([texts.fill_null(_NONE), pa.array([""], pa.large_string())])
+    return codes.astype(np.int64), texts
+
+
+def _join(pieces: list[tuple[np.ndarray, pa.Array]], n: int) -> pa.Array:
+    """The pieces of every row joined in order. Runs of few-valued columns are joined once per
+    distinct combination of their values and gathered, so the text is built mostly once."""
+    few = max(n // 16, 1)
+    groups: list[list[tuple[np.ndarray, pa.Array]]] = []
+    width = 0
+    for codes, texts in pieces:
+        if groups and len(texts) <= few and width > 0 and width * len(texts) < 2**62:
+            groups[-1].append((codes, texts))
+            width *= len(texts)
+        else:
+            groups.append([(codes, texts)])
+            width = len(texts) if len(texts) <= few else 0
+    joined = []
+    for group in groups:
+        if len(group) == 1:
+            joined.append(group[0][1].take(group[0][0]))
+            continue
+        key = np.zeros(n, dtype=np.int64)
+        for codes, texts in group:
+            key = key * len(texts) + codes
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        distinct = [texts.take(codes[first]) for codes, texts in group]
+        combined = pc.binary_join_element_wise(*distinct, _NONE)
+        joined.append(combined.take(inverse.reshape(-1)))
+    return pc.binary_join_element_wise(*joined, _NONE) if len(joined) > 1 else joined[0]
 
 
 def with_args(frame: pl.DataFrame, out: pl.DataFrame, fields: Sequence[Field]) -> pl.DataFrame:
