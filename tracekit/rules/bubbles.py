@@ -150,15 +150,13 @@ class Bubbles(Rule):
         for row in loud.iter_rows(named=True):
             share = row["total"] / row["dur"] if row["dur"] else None
             findings.append(
-                self.finding(
+                self.at_step(
+                    row,
                     "warning",
                     f"{row['count']} idle bubble(s), {row['total']:,} ns; "
                     f"largest {row['largest']:,} ns",
                     f"largest bubble is {row['causes'][0]}: "
                     f"between {row['before']} and {row['after']}",
-                    step=row["step"],
-                    rank=row["rank"],
-                    device=row["device"],
                     metrics={
                         "bubble_ns": row["total"],
                         "bubble_count": row["count"],

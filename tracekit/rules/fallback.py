@@ -61,15 +61,13 @@ class Fallback(Rule):
                 "error" if share is not None and share >= self.opts["error_share"] else "warning"
             )
             findings.append(
-                self.finding(
+                self.at_step(
+                    row,
                     severity,
                     f"{count} fallback kernels, {row['fallback_ns']:,} ns",
                     "slow-path kernels (eager at::native chains, ROCm Triton fallbacks or AI CPU "
                     "operators) where fused kernels are expected; largest: "
                     + (top[0]["name"] if top else "-"),
-                    step=row["step"],
-                    rank=row["rank"],
-                    device=row["device"],
                     metrics={
                         "fallback_ns": row["fallback_ns"],
                         "fallback_share": share,

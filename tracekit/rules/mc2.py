@@ -115,15 +115,13 @@ class Mc2(Rule):
         findings = []
         for row in per_step.iter_rows(named=True):
             findings.append(
-                self.finding(
+                self.at_step(
+                    row,
                     "warning",
                     f"{row['pairs']} unfused GEMM + collective pair(s): {row['ns']:,} ns of "
                     "collectives",
                     f"{row['names'][0]} runs right next to {row['gemms'][0]} ({row['order']}); "
                     "a fused compute-communication kernel would overlap them",
-                    step=row["step"],
-                    rank=row["rank"],
-                    device=row["device"],
                     metrics={"pairs": row["pairs"], "collective_ns": row["ns"]},
                     evidence={
                         "ranges": list(zip(row["starts"], row["ends"])),

@@ -156,14 +156,12 @@ class Overlap(Rule):
         findings = []
         for row in per_step.iter_rows(named=True):
             findings.append(
-                self.finding(
+                self.at_step(
+                    row,
                     "warning",
                     f"{row['count']} communication kernel(s) ran exposed: {row['ns']:,} ns",
                     f"{row['names'][0]} is usually overlapped with compute "
                     f"({row['usual']:.0%} median) but ran alone here",
-                    step=row["step"],
-                    rank=row["rank"],
-                    device=row["device"],
                     metrics={
                         "exposed_ns": row["ns"],
                         "count": row["count"],
