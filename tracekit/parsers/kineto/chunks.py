@@ -48,19 +48,27 @@ class SliceResult:
     warnings: list[str]
 
 
-def plan(data: bytes, workers: int) -> tuple[list[Slice], bytes] | None:
+def plan(data: bytes, workers: int, bare: bool = False) -> tuple[list[Slice], bytes] | None:
     """Split the events array into ``workers`` slices of whole events.
 
     Returns the slices and the document with an empty events array (for its metadata), or
-    None when the layout is not the expected ``{..."traceEvents": [ {...}, ... ] ...}``.
+    None when the layout is not the expected ``{..."traceEvents": [ {...}, ... ] ...}`` (with
+    ``bare``: ``[ {...}, ... ]``).
     """
-    key = _EVENTS_KEY.search(data, 0, 1 << 20)
-    if key is None:
-        return None
-    first = key.end()
-    last = _array_end(data, first)
-    if last is None:
-        return None
+    if bare:
+        tail = data[-4096:]
+        first, last = data.find(b"[", 0, 4096) + 1, len(data) - len(tail) + len(tail.rstrip()) - 1
+        if first <= 0 or last < first or data[last : last + 1] != b"]":
+            return None
+    else:
+        key = _EVENTS_KEY.search(data, 0, 1 << 20)
+        if key is None:
+            return None
+        first = key.end()
+        found = _array_end(data, first)
+        if found is None:
+            return None
+        last = found
     bounds = [first]
     size = last - first
     for k in range(1, workers):
@@ -90,17 +98,19 @@ def _array_end(data: bytes, first: int) -> int | None:
     return None
 
 
-def workers_for(size: int) -> int:
-    """How many processes to use for ``size`` bytes of JSON (1 means: do not split).
+def workers_for(size: int, min_bytes: int | None = None) -> int:
+    """How many processes to use for ``size`` bytes of JSON (1 means: do not split), one per
+    ``min_bytes`` (default :data:`MIN_BYTES`).
 
     Called with the file size before decompressing (to start workers early) and with the
     JSON size after.
     """
     affinity = getattr(os, "sched_getaffinity", None)
     cpus = len(affinity(0)) if affinity else (os.cpu_count() or 1)
-    if size < MIN_BYTES or cpus < 2 or os.environ.get("TRACEKIT_PROCESSES") == "1":
+    min_bytes = MIN_BYTES if min_bytes is None else min_bytes
+    if size < min_bytes or cpus < 2 or os.environ.get("TRACEKIT_PROCESSES") == "1":
         return 1
-    return min(cpus, 8, max(2, size // MIN_BYTES))
+    return min(cpus, 8, max(2, size // min_bytes))
 
 
 def slice_text(data: bytes, piece: Slice) -> bytearray:
@@ -117,9 +127,9 @@ def slice_text(data: bytes, piece: Slice) -> bytearray:
 class Worker:
     """A worker process, started early (its imports overlap our gunzip) and fed later."""
 
-    def __init__(self) -> None:
+    def __init__(self, module: str = "tracekit.parsers.kineto.worker") -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tracekit.parsers.kineto.worker"],
+            [sys.executable, "-m", module],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -170,6 +180,23 @@ class Worker:
             if stream is not None and not stream.closed:
                 with contextlib.suppress(OSError):
                     stream.close()
+
+
+def read_slice(stream: BinaryIO, size: int) -> bytearray:
+    """Read ``, {...}, ... {...}`` into one buffer and make it ``[{...}, ... {...}]`` in place."""
+    text = bytearray(size + 1)
+    view = memoryview(text)
+    done = 0
+    while done < size and (got := stream.readinto(view[done:size])):
+        done += got
+    del view
+    text[done:] = b"]"
+    head = bytes(text[:256])
+    first = len(head) - len(head.lstrip())
+    if text[first : first + 1] != b",":
+        raise SystemExit("slice does not start at a comma between events")
+    text[first] = ord("[")
+    return text
 
 
 def write_result(sink: BinaryIO, table: pa.Table, repairs: Counter[tuple[str, str]],

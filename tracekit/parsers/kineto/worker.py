@@ -9,27 +9,9 @@ from __future__ import annotations
 import gc
 import json
 import sys
-from typing import BinaryIO
 
-from tracekit.parsers.kineto.chunks import write_result
+from tracekit.parsers.kineto.chunks import read_slice, write_result
 from tracekit.parsers.kineto.events import events_table
-
-
-def _read_array(stream: BinaryIO, size: int) -> bytearray:
-    """Read ``, {...}, ... {...}`` into one buffer and make it ``[{...}, ... {...}]`` in place."""
-    text = bytearray(size + 1)
-    view = memoryview(text)
-    done = 0
-    while done < size and (got := stream.readinto(view[done:size])):
-        done += got
-    del view
-    text[done:] = b"]"
-    head = bytes(text[:256])
-    first = len(head) - len(head.lstrip())
-    if text[first : first + 1] != b",":
-        raise SystemExit("slice does not start at a comma between events")
-    text[first] = ord("[")
-    return text
 
 
 def main() -> int:
@@ -38,7 +20,7 @@ def main() -> int:
     stdin = sys.stdin.buffer
     options = json.loads(stdin.readline())
     size = options.pop("size")
-    table, columns, warnings = events_table(_read_array(stdin, size), **options)
+    table, columns, warnings = events_table(read_slice(stdin, size), **options)
     write_result(sys.stdout.buffer, table, columns.repairs, columns.unknown, warnings)
     sys.stdout.buffer.flush()
     return 0

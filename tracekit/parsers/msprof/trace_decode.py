@@ -12,7 +12,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracekit.errors import TraceError
-from tracekit.parsers.kineto.decode import read_bytes
 
 F = msgspec.field
 
@@ -77,9 +76,8 @@ _LIST = msgspec.json.Decoder(list[Event])
 _OBJECT = msgspec.json.Decoder(_Wrapped)
 
 
-def decode(path: Path) -> list[Event]:
-    """The events of a trace file (plain or gzip; bare array or ``traceEvents`` object)."""
-    data = read_bytes(path)
+def decode_bytes(path: Path, data: bytes | bytearray) -> list[Event]:
+    """The events of a trace file's text (bare array or ``traceEvents`` object)."""
     head = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
     try:
         if head[:1] == b"[":

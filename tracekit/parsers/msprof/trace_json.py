@@ -13,7 +13,6 @@ matched by their name, never by tid (msprof changed the tid order in 2026).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -24,22 +23,22 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracekit.parsers.msprof.times import json_us_ns
-from tracekit.parsers.msprof.trace_decode import (
-    Args,
-    as_int,
-    decode,
-    distinct,
-    floats,
-    ints,
-    pair_codes,
-    take,
-    texts,
+from tracekit.parsers.kineto.decode import read_bytes
+from tracekit.parsers.msprof.trace_decode import decode_bytes, distinct, take, texts
+from tracekit.parsers.msprof.trace_layers import (
+    CANN,
+    HARDWARE,
+    HCCL,
+    HOST_KEYS,
+    LAYER_ROLES,
+    OVERLAP,
+    PYTHON,
+    SITES,
+    STEP,
+    Part,
+    build,
 )
 
-_EMPTY = Args()
-
-HARDWARE, HCCL, CANN, PYTHON, OVERLAP, STEP = "hw", "hccl", "cann", "python", "overlap", "step"
 ROLES = {
     "Ascend Hardware": HARDWARE,
     "HCCL": HCCL,
@@ -51,8 +50,6 @@ ROLES = {
 }
 _DEVICE_LABEL = re.compile(r"^NPU\s*(\d+)$")
 _CANN_THREAD = re.compile(r"^Thread \d+$")
-COMM_THREAD = re.compile(r"Communication|Aicpu", re.IGNORECASE)
-PLANE_THREAD = re.compile(r"^Plane (\d+)$")
 
 
 @dataclass
@@ -72,59 +69,84 @@ class Layers:
     warnings: list[str] = field(default_factory=list)
 
 
-class _Reader:
-    """Column extraction for subsets of the complete events."""
+@dataclass
+class Summary:
+    """What the layers of one slice of events need to know of the others: the metadata events
+    ``(name, pid, tid, args.name, args.labels)``, every pid and the pids starting flows."""
 
-    def __init__(self, events: list[Any], threads: dict) -> None:
-        self.events = events
-        self.threads = threads
-        self.warnings: list[str] = []
-
-    def pick(self, idx: np.ndarray) -> list[Any]:
-        return take(self.events, idx)
-
-    @staticmethod
-    def args(events: list[Any]) -> list[Args]:
-        return [e.args or _EMPTY for e in events]
-
-    def base(self, events: list[Any], label: str) -> dict[str, Any]:
-        """ts/dur (epoch or monotonic ns, as written) of X events, and the rows with a usable
-        ts (the others are counted in a warning)."""
-        ts, ok = json_us_ns([e.ts for e in events])
-        dur, dur_ok = json_us_ns([e.dur for e in events])
-        dur = np.where(dur_ok & (dur > 0), dur, 0)
-        bad = int((~ok).sum())
-        if bad:
-            self.warnings.append(f"{bad} {label} events without a usable ts; dropped")
-        return {"ts": ts, "dur": dur, "keep": ok}
-
-    def per_thread(self, events: list[Any], fn: Callable[[Any, Any, str | None], Any]) -> Any:
-        """``fn(pid, tid, thread name)`` per event, computed once per distinct thread."""
-        inverse, pairs = pair_codes([e.pid for e in events], [e.tid for e in events])
-        values = np.empty(len(pairs), dtype=object)
-        values[:] = [fn(p, t, self.threads.get((p, t))) for p, t in pairs]
-        return values[inverse]
+    meta: list[tuple[Any, Any, Any, Any, Any]]
+    pids: list[Any]
+    flow_pids: list[Any]
 
 
-def _frame(columns: dict[str, Any], keep: np.ndarray) -> pl.DataFrame:
-    frame = pl.DataFrame(columns)
-    return frame if keep.all() else frame.filter(pl.Series(keep))
+@dataclass
+class Scan:
+    """One slice of events, grouped: its summary and what :func:`layers_of` reuses."""
+
+    events: list[Any]
+    summary: Summary
+    ph: pa.Array
+    pid_codes: np.ndarray
+    flows: list[Any]
+    flow_cat: pa.Array
 
 
-def _meta(events: list[Any]) -> tuple[dict, dict, dict]:
-    """process names, process labels and thread names from the ``M`` events."""
+def scan(events: list[Any]) -> Scan:
+    """Group a slice of events by phase; collect its metadata."""
+    ph = texts(list(map(attrgetter("ph"), events)))
+    meta = [
+        (e.name, e.pid, e.tid, *((e.args.name, e.args.labels) if e.args else (None, None)))
+        for e in take(events, _where(pc.equal(ph, "M")))
+    ]
+    flows = take(events, _where(pc.is_in(ph, pa.array(["s", "f"]))))
+    flow_ph = texts([e.ph for e in flows])
+    flow_cat = texts([e.cat for e in flows])
+    starts = pc.and_(pc.equal(flow_ph, "s"), pc.equal(flow_cat, "HostToDevice"))
+    flow_pids = distinct([e.pid for e in take(flows, _where(starts))])[1]
+    codes, pids = distinct(list(map(attrgetter("pid"), events)))
+    return Scan(events, Summary(meta, pids, flow_pids), ph, codes, flows, flow_cat)
+
+
+def layers_of(part: Scan, roles: dict[Any, str], threads: dict, include_python: bool) -> Part:
+    """The layer frames of one scanned slice, given the roles of the whole file's processes."""
+    order = list(LAYER_ROLES)
+    pids = part.summary.pids
+    by_pid = np.array([order.index(roles[p]) if p in roles else -1 for p in pids], np.int64)
+    role = np.where(_mask(pc.equal(part.ph, "X")), by_pid[part.pid_codes], -1)
+    return build(part.events, role, part.flows, part.flow_cat, threads, include_python)
+
+
+def _mask(mask: pa.Array) -> np.ndarray:
+    return mask.fill_null(False).to_numpy(zero_copy_only=False)
+
+
+def _where(mask: pa.Array) -> np.ndarray:
+    return np.nonzero(_mask(mask))[0]
+
+
+def resolve(summaries: list[Summary]) -> tuple[Layers, dict[Any, str], dict]:
+    """The file's metadata from the summaries of its slices (in file order): a :class:`Layers`
+    holding it, the role of each pid and the thread names."""
+    out = Layers()
     procs: dict[Any, str] = {}
     labels: dict[Any, str] = {}
     threads: dict[tuple[Any, Any], str] = {}
-    for e in events:
-        value = e.args.name if e.args is not None else None
-        if e.name == "process_name" and value is not None:
-            procs[e.pid] = str(value)
-        elif e.name == "thread_name" and value is not None:
-            threads[(e.pid, e.tid)] = str(value)
-        elif e.name == "process_labels" and e.args is not None and e.args.labels is not None:
-            labels[e.pid] = str(e.args.labels)
-    return procs, labels, threads
+    for name, pid, tid, value, label in (m for s in summaries for m in s.meta):
+        if name == "process_name" and value is not None:
+            procs[pid] = str(value)
+        elif name == "thread_name" and value is not None:
+            threads[(pid, tid)] = str(value)
+        elif name == "process_labels" and label is not None:
+            labels[pid] = str(label)
+    pids = {p for s in summaries for p in s.pids}
+    flow_pids = {p for s in summaries for p in s.flow_pids}
+    roles = _roles(procs, threads, flow_pids, pids, out.warnings)
+    out.processes = sorted(set(procs.values()))
+    for pid, label in labels.items():
+        match = _DEVICE_LABEL.match(label.strip())
+        if match and roles.get(pid) in (HARDWARE, HCCL):
+            out.device = int(match.group(1))
+    return out, roles, threads
 
 
 def _roles(
@@ -144,268 +166,47 @@ def _roles(
     return roles
 
 
-def read_layers(path: Path, include_python: bool = False) -> Layers:
-    """Decode one timeline file into :class:`Layers` (times as written: epoch or monotonic)."""
-    events = decode(path)
-    out = Layers()
-    if not events:
-        return out
-    ph = texts(list(map(attrgetter("ph"), events)))
-    procs, labels, threads = _meta(take(events, _where(pc.equal(ph, "M"))))
-    flows = take(events, _where(pc.is_in(ph, pa.array(["s", "f"]))))
-    flow_ph = texts([e.ph for e in flows])
-    flow_cat = texts([e.cat for e in flows])
-    starts = pc.and_(pc.equal(flow_ph, "s"), pc.equal(flow_cat, "HostToDevice"))
-    flow_pids = set(distinct([e.pid for e in take(flows, _where(starts))])[1])
-    codes, pids = distinct(list(map(attrgetter("pid"), events)))
-    roles = _roles(procs, threads, flow_pids, set(pids), out.warnings)
-    out.processes = sorted(set(procs.values()))
-    for pid, label in labels.items():
-        match = _DEVICE_LABEL.match(label.strip())
-        if match and roles.get(pid) in (HARDWARE, HCCL):
-            out.device = int(match.group(1))
-    layers = (
-        (HARDWARE, _hardware),
-        (HCCL, _hccl),
-        (CANN, _cann),
-        (PYTHON, _python),
-        (OVERLAP, _overlap),
-        (STEP, _steps),
-    )
-    order = [name for name, _ in layers]
-    by_pid = np.array([order.index(roles[p]) if p in roles else -1 for p in pids], np.int64)
-    role = np.where(_mask(pc.equal(ph, "X")), by_pid[codes], -1)
-    reader = _Reader(events, threads)
-    for number, (_, fn) in enumerate(layers):
-        idx = np.nonzero(role == number)[0]
-        if len(idx):
-            fn(reader, idx, out, include_python)
-    if len(flows):
-        _flows(flows, flow_cat, out)
-    out.warnings.extend(reader.warnings)
+def _concat(frames: list[pl.DataFrame | None]) -> pl.DataFrame | None:
+    present = [f for f in frames if f is not None]
+    if len(present) < 2:
+        return present[0] if present else None
+    return pl.concat(present, how="vertical_relaxed")
+
+
+def finish(out: Layers, parts: list[Part]) -> Layers:
+    """``out`` with the layer frames of ``parts`` (slices in file order) put together."""
+    out.hardware = _concat([p.hardware for p in parts])
+    out.hccl_ops = _concat([p.hccl_ops for p in parts])
+    out.hccl_tasks = _concat([p.hccl_tasks for p in parts])
+    out.host = [_concat([p.host.get(k) for p in parts]) for k in HOST_KEYS]  # type: ignore[misc]
+    out.host = [f for f in out.host if f is not None]
+    out.steps = _concat([p.hw_steps for p in parts] + [p.steps for p in parts])
+    out.flows = _concat([p.flows for p in parts])
+    for part in parts:
+        for key, value in (part.overlap_ns or {}).items():
+            out.overlap_ns[key] = out.overlap_ns.get(key, 0) + value
+        out.stream_keys += [k for k in part.stream_keys if k not in out.stream_keys]
+    out.stream_keys.sort(key=["Physic Stream Id", "Stream Id"].index)
+    for site in SITES:
+        bad = sum(p.bad_ts.get(site, 0) for p in parts)
+        if bad:
+            label = site.split("#")[0]
+            out.warnings.append(f"{bad} {label} events without a usable ts; dropped")
     return out
 
 
-def _mask(mask: pa.Array) -> np.ndarray:
-    return mask.fill_null(False).to_numpy(zero_copy_only=False)
+def read_layers(path: Path, include_python: bool = False) -> Layers:
+    """Decode one timeline file into :class:`Layers` (times as written: epoch or monotonic)."""
+    from tracekit.parsers.msprof import parallel
 
-
-def _where(mask: pa.Array) -> np.ndarray:
-    return np.nonzero(_mask(mask))[0]
-
-
-def _hardware(reader: _Reader, idx: np.ndarray, out: Layers, _: bool) -> None:
-    events = reader.pick(idx)
-    step_rows = reader.per_thread(events, lambda p, t, n: (n or "").startswith("Step Trace"))
-    step_rows = step_rows.astype(bool)
-    if step_rows.any():
-        _step_frame(reader, take(events, np.nonzero(step_rows)[0]), out)
-        events = take(events, np.nonzero(~step_rows)[0])
+    workers = parallel.start(path)
+    data = read_bytes(path)
+    found = parallel.read_layers(path, data, include_python, workers)
+    if found is not None:
+        return found
+    events = decode_bytes(path, data)
     if not events:
-        return
-    base = reader.base(events, "Ascend Hardware")
-    args = reader.args(events)
-    get = lambda key: list(map(attrgetter(key), args))  # noqa: E731
-    physic, stream_id = get("physic_stream"), get("stream_id")
-    stream = pc.coalesce(ints(physic), ints(stream_id), ints([e.tid for e in events]))
-    columns = {
-        "ts": base["ts"],
-        "dur": base["dur"],
-        "name": texts([e.name for e in events]),
-        "task_type": texts(get("task_type")),
-        "stream": stream,
-        "task_id": ints(get("task_id")),
-        "subtask_id": ints(get("subtask_id")),
-        "model_id": ints(get("model_id")),
-        "corr": ints(get("connection_id")),
-    }
-    if physic.count(None) < len(physic):
-        out.stream_keys.append("Physic Stream Id")
-    if stream_id.count(None) < len(stream_id):
-        out.stream_keys.append("Stream Id")
-    out.hardware = _frame(columns, base["keep"])
-
-
-def _group_of(threads: dict, pid: Any) -> list[tuple[int, str]]:
-    groups = []
-    for (p, tid), name in threads.items():
-        if p == pid and COMM_THREAD.search(name) and not PLANE_THREAD.match(name):
-            tid_int = as_int(tid)
-            if tid_int is not None:
-                groups.append((tid_int, name.strip()))
-    return sorted(groups)
-
-
-def _hccl(reader: _Reader, idx: np.ndarray, out: Layers, _: bool) -> None:
-    events = reader.pick(idx)
-    groups: dict[Any, list[tuple[int, str]]] = {}
-
-    def owner(pid: Any, tid: Any, name: str) -> str | None:
-        if name and not PLANE_THREAD.match(name):
-            return name
-        if pid not in groups:
-            groups[pid] = _group_of(reader.threads, pid)
-        tid_int = as_int(tid)
-        known = groups[pid]
-        found = [n for t, n in known if tid_int is not None and t < tid_int]
-        if not found and len(known) == 1:  # older msprof: one group thread, after the planes
-            return known[0][1]
-        return found[-1] if found else None
-
-    def describe(pid: Any, tid: Any, name: str | None) -> tuple[int, str | None]:
-        name = (name or "").strip()
-        plane = PLANE_THREAD.match(name)
-        return (int(plane.group(1)) if plane else -1), owner(pid, tid, name)
-
-    described = reader.per_thread(events, describe)
-    plane_no = np.array([d[0] for d in described], dtype=np.int64)
-    group = np.array([d[1] for d in described], dtype=object)
-    plane = plane_no >= 0
-    ops_at, tasks_at = np.nonzero(~plane)[0], np.nonzero(plane)[0]
-    if len(ops_at):
-        ops = take(events, ops_at)
-        base = reader.base(ops, "HCCL")
-        args = reader.args(ops)
-        get = lambda key: list(map(attrgetter(key), args))  # noqa: E731
-        columns = {
-            "ts": base["ts"],
-            "dur": base["dur"],
-            "name": texts([e.name for e in ops]),
-            "thread": texts(group[ops_at]),
-            "corr": ints(get("connection_id")),
-            "model_id": ints(get("hccl_model_id")),
-            "data_type": texts(get("data_type")),
-            "alg_type": texts(get("alg_type")),
-            "count": ints(get("count")),
-            "relay": ints(get("relay")),
-            "retry": ints(get("retry")),
-        }
-        out.hccl_ops = _frame(columns, base["keep"])
-    if len(tasks_at):
-        tasks = take(events, tasks_at)
-        base = reader.base(tasks, "HCCL task")
-        args = reader.args(tasks)
-        get = lambda key: list(map(attrgetter(key), args))  # noqa: E731
-        columns = {
-            "ts": base["ts"],
-            "dur": base["dur"],
-            "name": texts([e.name for e in tasks]),
-            "thread": texts(group[tasks_at]),
-            "plane": pa.array(plane_no[tasks_at]),
-            "stream": ints(get("plane_stream")),
-            "task_id": ints(get("plane_task")),
-            "context_id": ints(get("context_id")),
-            "task_type": texts(get("hccl_task_type")),
-            "notify_id": texts(get("notify_id")),
-            "src_rank": ints(get("src_rank")),
-            "dst_rank": ints(get("dst_rank")),
-            "transport": texts(get("transport")),
-            "size": ints(get("size")),
-            "data_type": texts(get("plane_data_type")),
-            "link_type": texts(get("link_type")),
-            "bandwidth": floats(get("bandwidth")),
-            "model_id": ints(get("hccl_model_id")),
-        }
-        out.hccl_tasks = _frame(columns, base["keep"])
-
-
-def _host_frame(
-    reader: _Reader,
-    events: list[Any],
-    kind: str,
-    label: str,
-    extra: Callable[[list[Args]], dict[str, Any]],
-) -> pl.DataFrame:
-    base = reader.base(events, label)
-    columns = {
-        "ts": base["ts"],
-        "dur": base["dur"],
-        "kind": pa.array([kind] * len(events)),
-        "name": texts([e.name for e in events]),
-        "pid": ints([e.pid for e in events]),
-        "tid": ints([e.tid for e in events]),
-        **extra(reader.args(events)),
-    }
-    return _frame(columns, base["keep"])
-
-
-def _cann(reader: _Reader, idx: np.ndarray, out: Layers, _: bool) -> None:
-    def extra(args: list[Args]) -> dict[str, Any]:
-        return {
-            "corr": ints([a.connection_id for a in args]),
-            "level": texts([a.level for a in args]),
-            "mode": texts([a.mode for a in args]),
-        }
-
-    out.host.append(_host_frame(reader, reader.pick(idx), "api", "CANN", extra))
-
-
-def _python(reader: _Reader, idx: np.ndarray, out: Layers, python: bool) -> None:
-    events = reader.pick(idx)
-    cats = np.array([e.cat for e in events], dtype=object)
-    groups = {
-        "op": cats == "cpu_op",
-        "api": (cats == "enqueue") | (cats == "dequeue"),
-        "python": cats == "python_function",
-    }
-    groups["range"] = ~(groups["op"] | groups["api"] | groups["python"])
-    for kind, mask in groups.items():
-        if not mask.any() or (kind == "python" and not python):
-            continue
-        subset = take(events, np.nonzero(mask)[0])
-
-        def extra(args: list[Args], kind: str = kind) -> dict[str, Any]:
-            if kind == "api":
-                return {"queue_corr": ints([a.correlation_id for a in args])}
-            return {"seq": ints([a.seq for a in args])} if kind == "op" else {}
-
-        out.host.append(
-            _host_frame(reader, subset, "op" if kind == "python" else kind, "Python", extra)
-        )
-
-
-def _overlap(reader: _Reader, idx: np.ndarray, out: Layers, _: bool) -> None:
-    events = reader.pick(idx)
-    base = reader.base(events, "Overlap Analysis")
-    names = reader.per_thread(events, lambda p, t, n: n or None)
-    unnamed = np.nonzero(names == None)[0]  # noqa: E711 - elementwise on an object array
-    if len(unnamed):
-        names[unnamed] = [str(e.name) for e in take(events, unnamed)]
-    frame = _frame({"thread": texts(names), "dur": base["dur"]}, base["keep"])
-    totals = frame.group_by("thread").agg(pl.col("dur").sum())
-    out.overlap_ns = {k: int(v) for k, v in totals.iter_rows()}
-
-
-def _steps(reader: _Reader, idx: np.ndarray, out: Layers, _: bool) -> None:
-    _step_frame(reader, reader.pick(idx), out)
-
-
-def _step_frame(reader: _Reader, events: list[Any], out: Layers) -> None:
-    base = reader.base(events, "Step Trace")
-    args = reader.args(events)
-    columns = {
-        "ts": base["ts"],
-        "dur": base["dur"],
-        "name": texts([e.name for e in events]),
-        "cat": texts([e.cat for e in events]),
-        "iteration": ints([a.iteration_id for a in args]),
-    }
-    frame = _frame(columns, base["keep"])
-    out.steps = frame if out.steps is None else pl.concat([out.steps, frame])
-
-
-def _flows(flows: list[Any], cats: pa.Array, out: Layers) -> None:
-    events = take(flows, _where(pc.equal(cats, "async_npu")))
-    if not events:
-        return
-    ts, ok = json_us_ns([e.ts for e in events])
-    frame = pl.DataFrame(
-        {
-            "ph": texts([e.ph for e in events]),
-            "id": texts([e.id for e in events]),
-            "pid": ints([e.pid for e in events]),
-            "tid": ints([e.tid for e in events]),
-            "ts": ts,
-        }
-    )
-    out.flows = frame.filter(pl.Series(ok))
+        return Layers()
+    whole = scan(events)
+    out, roles, threads = resolve([whole.summary])
+    return finish(out, [layers_of(whole, roles, threads, include_python)])

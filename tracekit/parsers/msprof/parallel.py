@@ -1,0 +1,135 @@
+"""Large timeline JSON read by several processes, one slice of events each.
+
+Built on :mod:`tracekit.parsers.kineto.chunks` (slices of whole events, worker processes).
+The layers of a slice depend on metadata events anywhere in the file (process and thread
+names), so a worker (``python -m tracekit.parsers.msprof.worker``) answers in two steps: the
+:class:`~.trace_json.Summary` of its slice, then, given the roles and thread names of the
+whole file, the :class:`~.trace_layers.Part` of its slice. Messages are length-prefixed
+pickles. A plain (not gzip) file is read by each worker itself, from its byte range. Any
+failure returns None and the caller reads the file in one process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import pickle
+import struct
+import threading
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from tracekit.errors import TraceError
+from tracekit.parsers.kineto import chunks
+from tracekit.parsers.kineto.decode import GZIP_MAGIC
+from tracekit.parsers.msprof.trace_decode import decode_bytes
+from tracekit.parsers.msprof.trace_json import Layers, finish, layers_of, resolve, scan
+
+MIN_BYTES = 48 << 20  # below this, starting workers costs more than it saves
+MODULE = "tracekit.parsers.msprof.worker"
+_LENGTH = struct.Struct(">Q")
+
+
+def send(stream: BinaryIO, value: Any) -> None:
+    """Write one message."""
+    body = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_LENGTH.pack(len(body)))
+    stream.write(body)
+    stream.flush()
+
+
+def receive(stream: BinaryIO) -> Any:
+    """Read one message (EOFError when the other side is gone)."""
+    head = stream.read(_LENGTH.size)
+    if len(head) < _LENGTH.size:
+        raise EOFError("worker ended")
+    size = _LENGTH.unpack(head)[0]
+    body = stream.read(size)
+    if len(body) < size:
+        raise EOFError("worker ended")
+    return pickle.loads(body)
+
+
+class _Worker(chunks.Worker):
+    """A worker answering in two steps (see the module docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__(MODULE)
+        self.answer: Any = None
+
+    def start(self, path: Path, data: bytes, piece: chunks.Slice, plain: bool) -> None:
+        """Hand over the slice: its byte range in ``path``, or its bytes."""
+        stdin = self.process.stdin
+        assert stdin is not None
+        if plain:
+            header = {"path": str(path), "start": piece.start, "size": piece.stop - piece.start}
+            stdin.write(json.dumps(header).encode() + b"\n")
+        else:
+            stdin.write(json.dumps({"size": piece.stop - piece.start}).encode() + b"\n")
+            stdin.write(memoryview(data)[piece.start : piece.stop])
+        stdin.flush()
+
+    def summary(self) -> Any:
+        return receive(self.process.stdout)  # type: ignore[arg-type]
+
+    def finish(self, context: Any) -> None:
+        """Send the file's roles and thread names; collect the part in a background thread."""
+        send(self.process.stdin, context)  # type: ignore[arg-type]
+        self.process.stdin.close()  # type: ignore[union-attr]
+
+        def read() -> None:
+            with contextlib.suppress(EOFError, OSError, pickle.UnpicklingError):
+                self.answer = receive(self.process.stdout)  # type: ignore[arg-type]
+
+        self._threads = [threading.Thread(target=read, daemon=True)]
+        self._threads[0].start()
+
+    def part(self) -> Any:
+        for thread in self._threads:
+            thread.join()
+        return self.answer
+
+
+def start(path: Path) -> list[_Worker]:
+    """Start helper processes (before the file is read) when it is large enough to split."""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        if fh.read(2) == GZIP_MAGIC:
+            size *= 8
+    return [_Worker() for _ in range(chunks.workers_for(size, MIN_BYTES) - 1)]
+
+
+def read_layers(
+    path: Path, data: bytes, include_python: bool, workers: list[_Worker]
+) -> Layers | None:
+    """The layers of ``data`` read by this process and ``workers``; None when it cannot be
+    split (or a slice fails), and the workers are stopped either way."""
+    try:
+        return _read(path, data, include_python, workers) if workers else None
+    except (EOFError, OSError, pickle.UnpicklingError, TraceError):
+        return None
+    finally:
+        for worker in workers:
+            worker.stop()
+
+
+def _read(path: Path, data: bytes, include_python: bool, workers: list[_Worker]) -> Layers | None:
+    bare = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"["
+    planned = chunks.plan(data, len(workers) + 1, bare=bare)
+    if planned is None:
+        return None
+    slices = planned[0]
+    plain = path.stat().st_size == len(data) and data[:2] != GZIP_MAGIC
+    for worker, piece in zip(workers, slices[1:]):
+        worker.start(path, data, piece, plain)
+    own = scan(decode_bytes(path, chunks.slice_text(data, slices[0])))
+    summaries = [own.summary] + [worker.summary() for worker in workers]
+    out, roles, threads = resolve(summaries)
+    for worker in workers:
+        worker.finish((roles, threads, include_python))
+    parts = [layers_of(own, roles, threads, include_python)]
+    del own
+    parts += [worker.part() for worker in workers]
+    if any(part is None for part in parts):
+        return None
+    return finish(out, parts)

@@ -1,0 +1,338 @@
+"""The layers of a timeline file's complete events, as polars frames (one :class:`Part` per
+slice of the file: the whole file, or one slice per process when it is read in parallel).
+
+Every layer reads its fields one list at a time from the events of its processes; thread names
+and HCCL group owners are looked up once per distinct (pid, tid).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tracekit.parsers.msprof.times import json_us_ns
+from tracekit.parsers.msprof.trace_decode import (
+    Args,
+    as_int,
+    floats,
+    ints,
+    pair_codes,
+    take,
+    texts,
+)
+
+_EMPTY = Args()
+HARDWARE, HCCL, CANN, PYTHON, OVERLAP, STEP = "hw", "hccl", "cann", "python", "overlap", "step"
+COMM_THREAD = re.compile(r"Communication|Aicpu", re.IGNORECASE)
+PLANE_THREAD = re.compile(r"^Plane (\d+)$")
+# where rows without a usable ts are counted, in the order their warnings are written
+SITES = ("Step Trace#hw", "Ascend Hardware", "HCCL", "HCCL task", "CANN", "Python#op", "Python#api",
+         "Python#python", "Python#range", "Overlap Analysis", "Step Trace")  # fmt: skip
+HOST_KEYS = ("cann", "op", "api", "python", "range")
+
+
+@dataclass
+class Part:
+    """The layer frames of one slice of the events (see :func:`.trace_json.finish`)."""
+
+    hardware: pl.DataFrame | None = None
+    hccl_ops: pl.DataFrame | None = None
+    hccl_tasks: pl.DataFrame | None = None
+    host: dict[str, pl.DataFrame] = field(default_factory=dict)
+    hw_steps: pl.DataFrame | None = None
+    steps: pl.DataFrame | None = None
+    flows: pl.DataFrame | None = None
+    overlap_ns: dict[str, int] | None = None
+    stream_keys: list[str] = field(default_factory=list)
+    bad_ts: dict[str, int] = field(default_factory=dict)
+
+
+def build(events: list[Any], role: np.ndarray, flows: list[Any], flow_cat: pa.Array,
+          threads: dict, include_python: bool) -> Part:  # fmt: skip
+    """The layers of ``events`` (``role``: the layer number of each, -1 for none)."""
+    out = Part()
+    reader = _Reader(events, threads)
+    for number, fn in enumerate(LAYERS):
+        idx = np.nonzero(role == number)[0]
+        if len(idx):
+            fn(reader, idx, out, include_python)
+    if len(flows):
+        _flows(flows, flow_cat, out)
+    out.bad_ts = reader.bad_ts
+    return out
+
+
+class _Reader:
+    """Column extraction for subsets of the complete events."""
+
+    def __init__(self, events: list[Any], threads: dict) -> None:
+        self.events = events
+        self.threads = threads
+        self.bad_ts: dict[str, int] = {}
+
+    def pick(self, idx: np.ndarray) -> list[Any]:
+        return take(self.events, idx)
+
+    @staticmethod
+    def args(events: list[Any]) -> list[Args]:
+        return [e.args or _EMPTY for e in events]
+
+    def base(self, events: list[Any], site: str) -> dict[str, Any]:
+        """ts/dur (epoch or monotonic ns, as written) of X events, and the rows with a usable
+        ts (the others are counted in a warning)."""
+        ts, ok = json_us_ns([e.ts for e in events])
+        dur, dur_ok = json_us_ns([e.dur for e in events])
+        dur = np.where(dur_ok & (dur > 0), dur, 0)
+        bad = int((~ok).sum())
+        if bad:
+            self.bad_ts[site] = self.bad_ts.get(site, 0) + bad
+        return {"ts": ts, "dur": dur, "keep": ok}
+
+    def per_thread(self, events: list[Any], fn: Callable[[Any, Any, str | None], Any]) -> Any:
+        """``fn(pid, tid, thread name)`` per event, computed once per distinct thread."""
+        inverse, pairs = pair_codes([e.pid for e in events], [e.tid for e in events])
+        values = np.empty(len(pairs), dtype=object)
+        values[:] = [fn(p, t, self.threads.get((p, t))) for p, t in pairs]
+        return values[inverse]
+
+
+def _frame(columns: dict[str, Any], keep: np.ndarray) -> pl.DataFrame:
+    frame = pl.DataFrame(columns)
+    return frame if keep.all() else frame.filter(pl.Series(keep))
+
+
+def _mask(mask: pa.Array) -> np.ndarray:
+    return mask.fill_null(False).to_numpy(zero_copy_only=False)
+
+
+def _where(mask: pa.Array) -> np.ndarray:
+    return np.nonzero(_mask(mask))[0]
+
+
+def _hardware(reader: _Reader, idx: np.ndarray, out: Part, _: bool) -> None:
+    events = reader.pick(idx)
+    step_rows = reader.per_thread(events, lambda p, t, n: (n or "").startswith("Step Trace"))
+    step_rows = step_rows.astype(bool)
+    if step_rows.any():
+        out.hw_steps = _step_frame(reader, take(events, np.nonzero(step_rows)[0]), "Step Trace#hw")
+        events = take(events, np.nonzero(~step_rows)[0])
+    if not events:
+        return
+    base = reader.base(events, "Ascend Hardware")
+    args = reader.args(events)
+    get = lambda key: list(map(attrgetter(key), args))  # noqa: E731
+    physic, stream_id = get("physic_stream"), get("stream_id")
+    stream = pc.coalesce(ints(physic), ints(stream_id), ints([e.tid for e in events]))
+    columns = {
+        "ts": base["ts"],
+        "dur": base["dur"],
+        "name": texts([e.name for e in events]),
+        "task_type": texts(get("task_type")),
+        "stream": stream,
+        "task_id": ints(get("task_id")),
+        "subtask_id": ints(get("subtask_id")),
+        "model_id": ints(get("model_id")),
+        "corr": ints(get("connection_id")),
+    }
+    if physic.count(None) < len(physic):
+        out.stream_keys.append("Physic Stream Id")
+    if stream_id.count(None) < len(stream_id):
+        out.stream_keys.append("Stream Id")
+    out.hardware = _frame(columns, base["keep"])
+
+
+def _group_of(threads: dict, pid: Any) -> list[tuple[int, str]]:
+    groups = []
+    for (p, tid), name in threads.items():
+        if p == pid and COMM_THREAD.search(name) and not PLANE_THREAD.match(name):
+            tid_int = as_int(tid)
+            if tid_int is not None:
+                groups.append((tid_int, name.strip()))
+    return sorted(groups)
+
+
+def _hccl(reader: _Reader, idx: np.ndarray, out: Part, _: bool) -> None:
+    events = reader.pick(idx)
+    groups: dict[Any, list[tuple[int, str]]] = {}
+
+    def owner(pid: Any, tid: Any, name: str) -> str | None:
+        if name and not PLANE_THREAD.match(name):
+            return name
+        if pid not in groups:
+            groups[pid] = _group_of(reader.threads, pid)
+        tid_int = as_int(tid)
+        known = groups[pid]
+        found = [n for t, n in known if tid_int is not None and t < tid_int]
+        if not found and len(known) == 1:  # older msprof: one group thread, after the planes
+            return known[0][1]
+        return found[-1] if found else None
+
+    def describe(pid: Any, tid: Any, name: str | None) -> tuple[int, str | None]:
+        name = (name or "").strip()
+        plane = PLANE_THREAD.match(name)
+        return (int(plane.group(1)) if plane else -1), owner(pid, tid, name)
+
+    described = reader.per_thread(events, describe)
+    plane_no = np.array([d[0] for d in described], dtype=np.int64)
+    group = np.array([d[1] for d in described], dtype=object)
+    plane = plane_no >= 0
+    ops_at, tasks_at = np.nonzero(~plane)[0], np.nonzero(plane)[0]
+    if len(ops_at):
+        ops = take(events, ops_at)
+        base = reader.base(ops, "HCCL")
+        args = reader.args(ops)
+        get = lambda key: list(map(attrgetter(key), args))  # noqa: E731
+        columns = {
+            "ts": base["ts"],
+            "dur": base["dur"],
+            "name": texts([e.name for e in ops]),
+            "thread": texts(group[ops_at]),
+            "corr": ints(get("connection_id")),
+            "model_id": ints(get("hccl_model_id")),
+            "data_type": texts(get("data_type")),
+            "alg_type": texts(get("alg_type")),
+            "count": ints(get("count")),
+            "relay": ints(get("relay")),
+            "retry": ints(get("retry")),
+        }
+        out.hccl_ops = _frame(columns, base["keep"])
+    if len(tasks_at):
+        tasks = take(events, tasks_at)
+        base = reader.base(tasks, "HCCL task")
+        args = reader.args(tasks)
+        get = lambda key: list(map(attrgetter(key), args))  # noqa: E731
+        columns = {
+            "ts": base["ts"],
+            "dur": base["dur"],
+            "name": texts([e.name for e in tasks]),
+            "thread": texts(group[tasks_at]),
+            "plane": pa.array(plane_no[tasks_at]),
+            "stream": ints(get("plane_stream")),
+            "task_id": ints(get("plane_task")),
+            "context_id": ints(get("context_id")),
+            "task_type": texts(get("hccl_task_type")),
+            "notify_id": texts(get("notify_id")),
+            "src_rank": ints(get("src_rank")),
+            "dst_rank": ints(get("dst_rank")),
+            "transport": texts(get("transport")),
+            "size": ints(get("size")),
+            "data_type": texts(get("plane_data_type")),
+            "link_type": texts(get("link_type")),
+            "bandwidth": floats(get("bandwidth")),
+            "model_id": ints(get("hccl_model_id")),
+        }
+        out.hccl_tasks = _frame(columns, base["keep"])
+
+
+def _host_frame(
+    reader: _Reader,
+    events: list[Any],
+    kind: str,
+    site: str,
+    extra: Callable[[list[Args]], dict[str, Any]],
+) -> pl.DataFrame:
+    base = reader.base(events, site)
+    columns = {
+        "ts": base["ts"],
+        "dur": base["dur"],
+        "kind": pa.array([kind] * len(events)),
+        "name": texts([e.name for e in events]),
+        "pid": ints([e.pid for e in events]),
+        "tid": ints([e.tid for e in events]),
+        **extra(reader.args(events)),
+    }
+    return _frame(columns, base["keep"])
+
+
+def _cann(reader: _Reader, idx: np.ndarray, out: Part, _: bool) -> None:
+    def extra(args: list[Args]) -> dict[str, Any]:
+        return {
+            "corr": ints([a.connection_id for a in args]),
+            "level": texts([a.level for a in args]),
+            "mode": texts([a.mode for a in args]),
+        }
+
+    out.host["cann"] = _host_frame(reader, reader.pick(idx), "api", "CANN", extra)
+
+
+def _python(reader: _Reader, idx: np.ndarray, out: Part, python: bool) -> None:
+    events = reader.pick(idx)
+    cats = np.array([e.cat for e in events], dtype=object)
+    groups = {
+        "op": cats == "cpu_op",
+        "api": (cats == "enqueue") | (cats == "dequeue"),
+        "python": cats == "python_function",
+    }
+    groups["range"] = ~(groups["op"] | groups["api"] | groups["python"])
+    for kind, mask in groups.items():
+        if not mask.any() or (kind == "python" and not python):
+            continue
+        subset = take(events, np.nonzero(mask)[0])
+
+        def extra(args: list[Args], kind: str = kind) -> dict[str, Any]:
+            if kind == "api":
+                return {"queue_corr": ints([a.correlation_id for a in args])}
+            return {"seq": ints([a.seq for a in args])} if kind == "op" else {}
+
+        site = f"Python#{kind}"
+        out.host[kind] = _host_frame(
+            reader, subset, "op" if kind == "python" else kind, site, extra
+        )
+
+
+def _overlap(reader: _Reader, idx: np.ndarray, out: Part, _: bool) -> None:
+    events = reader.pick(idx)
+    base = reader.base(events, "Overlap Analysis")
+    names = reader.per_thread(events, lambda p, t, n: n or None)
+    unnamed = np.nonzero(names == None)[0]  # noqa: E711 - elementwise on an object array
+    if len(unnamed):
+        names[unnamed] = [str(e.name) for e in take(events, unnamed)]
+    frame = _frame({"thread": texts(names), "dur": base["dur"]}, base["keep"])
+    totals = frame.group_by("thread").agg(pl.col("dur").sum())
+    out.overlap_ns = {k: int(v) for k, v in totals.iter_rows()}
+
+
+def _steps(reader: _Reader, idx: np.ndarray, out: Part, _: bool) -> None:
+    out.steps = _step_frame(reader, reader.pick(idx), "Step Trace")
+
+
+def _step_frame(reader: _Reader, events: list[Any], site: str) -> pl.DataFrame:
+    base = reader.base(events, site)
+    args = reader.args(events)
+    columns = {
+        "ts": base["ts"],
+        "dur": base["dur"],
+        "name": texts([e.name for e in events]),
+        "cat": texts([e.cat for e in events]),
+        "iteration": ints([a.iteration_id for a in args]),
+    }
+    return _frame(columns, base["keep"])
+
+
+def _flows(flows: list[Any], cats: pa.Array, out: Part) -> None:
+    events = take(flows, _where(pc.equal(cats, "async_npu")))
+    if not events:
+        return
+    ts, ok = json_us_ns([e.ts for e in events])
+    frame = pl.DataFrame(
+        {
+            "ph": texts([e.ph for e in events]),
+            "id": texts([e.id for e in events]),
+            "pid": ints([e.pid for e in events]),
+            "tid": ints([e.tid for e in events]),
+            "ts": ts,
+        }
+    )
+    out.flows = frame.filter(pl.Series(ok))
+
+
+LAYERS = (_hardware, _hccl, _cann, _python, _overlap, _steps)
+LAYER_ROLES = (HARDWARE, HCCL, CANN, PYTHON, OVERLAP, STEP)
