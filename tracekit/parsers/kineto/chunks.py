@@ -48,8 +48,11 @@ class SliceResult:
     warnings: list[str]
 
 
-def plan(data: bytes, workers: int, bare: bool = False) -> tuple[list[Slice], bytes] | None:
-    """Split the events array into ``workers`` slices of whole events.
+def plan(
+    data: bytes, workers: int, bare: bool = False, head: float | None = None
+) -> tuple[list[Slice], bytes] | None:
+    """Split the events array into ``workers`` slices of whole events: even ones, or the first
+    (the caller's own) ``head`` of the array and even ones of the rest.
 
     Returns the slices and the document with an empty events array (for its metadata), or
     None when the layout is not the expected ``{..."traceEvents": [ {...}, ... ] ...}`` (with
@@ -72,7 +75,11 @@ def plan(data: bytes, workers: int, bare: bool = False) -> tuple[list[Slice], by
     bounds = [first]
     size = last - first
     for k in range(1, workers):
-        match = _BETWEEN_EVENTS.search(data, first + size * k // workers, last)
+        if head is None:
+            cut = size * k // workers
+        else:
+            cut = int(size * (head + (1 - head) * (k - 1) / (workers - 1)))
+        match = _BETWEEN_EVENTS.search(data, first + cut, last)
         if match is None or match.start() + 1 <= bounds[-1]:
             return None
         bounds.append(match.start() + 1)

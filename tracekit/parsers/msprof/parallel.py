@@ -25,7 +25,10 @@ from tracekit.parsers.kineto.decode import GZIP_MAGIC
 from tracekit.parsers.msprof.trace_decode import decode_bytes
 from tracekit.parsers.msprof.trace_json import Layers, finish, layers_of, resolve, scan
 
-MIN_BYTES = 48 << 20  # below this, starting workers costs more than it saves
+MIN_BYTES = 128 << 20  # below this, starting workers costs more than it saves
+# a worker starts (imports) in about the time this process decodes this much JSON
+START_BYTES = 80 << 20
+MAX_HEAD = 0.8  # when this process would read more than this share, it reads alone
 MODULE = "tracekit.parsers.msprof.worker"
 _LENGTH = struct.Struct(">Q")
 
@@ -115,7 +118,11 @@ def read_layers(
 
 def _read(path: Path, data: bytes, include_python: bool, workers: list[_Worker]) -> Layers | None:
     bare = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"["
-    planned = chunks.plan(data, len(workers) + 1, bare=bare)
+    count = len(workers) + 1
+    head = (len(data) + START_BYTES * (count - 1)) / count / len(data)
+    if head > MAX_HEAD:
+        return None
+    planned = chunks.plan(data, count, bare=bare, head=head)
     if planned is None:
         return None
     slices = planned[0]
