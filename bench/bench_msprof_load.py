@@ -1,7 +1,7 @@
 """Benchmark: load a scaled torch_npu text export (>= 1M device tasks) with ``tracekit.load``,
 and time msprof-analyze on the same folder.
 
-    python bench/bench_msprof_load.py [--tasks N] [--runs 3] [--analyze] [--clean]
+    python bench/bench_msprof_load.py [--tasks N] [--runs 3] [--one-process] [--analyze] [--clean]
 
 Builds the Ascend decode scenario (``fixtures.ascend_scenario``: MC² dispatch/combine with
 their Aicpu side, AI CPU tasks, HCCL all-to-all and all-reduce) once, tiles it in time until it
@@ -10,7 +10,8 @@ writes it with ``fixtures.ascend_text_writer`` into ``bench/out/ascend_pt_<N>/``
 present; ``--clean`` removes it afterwards). Each load runs in a fresh subprocess, ``--runs``
 times; the script prints per run the input events (trace events + table rows, counted as the
 Kineto benchmark counts ``traceEvents``), the timeline rows, seconds and events/s, then the best
-and the median.
+and the median. A timeline JSON over 128 MB is decoded by several processes (one per core, at
+most 8); ``--one-process`` sets ``TRACEKIT_PROCESSES=1`` to time the single-process path.
 
 ``--analyze`` also times msprof-analyze, installed only for this comparison in
 ``bench/out/msprof-analyze-venv`` (``pip install msprof-analyze``), on the same folder: its
@@ -88,8 +89,9 @@ def build(tasks: int) -> Path:
     return path
 
 
-def load_runs(path: Path, runs: int) -> list[dict]:
+def load_runs(path: Path, runs: int, one_process: bool = False) -> list[dict]:
     results = []
+    env = {**os.environ, **({"TRACEKIT_PROCESSES": "1"} if one_process else {})}
     for run in range(runs):
         done = subprocess.run(
             [sys.executable, "-c", LOADER, str(path)],
@@ -97,6 +99,7 @@ def load_runs(path: Path, runs: int) -> list[dict]:
             text=True,
             cwd=ROOT,
             check=False,
+            env=env,
         )
         if done.returncode:
             raise SystemExit(f"load failed: {done.stderr.strip().splitlines()[-1]}")
@@ -162,11 +165,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--one-process", action="store_true")
     parser.add_argument("--analyze", action="store_true")
     parser.add_argument("--clean", action="store_true")
     args = parser.parse_args()
     path = build(args.tasks)
-    results = load_runs(path, args.runs)
+    results = load_runs(path, args.runs, args.one_process)
     rates = [r["rate"] for r in results]
     print(
         f"tracekit: best {max(rates):,.0f} events/s, median {statistics.median(rates):,.0f}"

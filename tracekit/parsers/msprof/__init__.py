@@ -2,12 +2,14 @@
 output (text and db exports), ``msprof_*.db`` files and folders holding several ranks.
 
 Modules, one job each: :mod:`.layout` (which files a path names), :mod:`.trace_json` (timeline
-JSON -> per-layer frames), :mod:`.csv_tables` (op_summary / kernel_details / task_time /
-step_trace_time), :mod:`.db` (SQLite exports), :mod:`.device` (tasks joined with op details),
-:mod:`.engines` (the three task-type vocabularies -> kind and engine), :mod:`.hccl` (collectives
-and their plane tasks, counted once), :mod:`.mc2` (fused compute-communication operators),
-:mod:`.host` (Python / CANN rows, flows, steps), :mod:`.meta` (chips, cores, clocks), :mod:`.text`
-(one text source), :mod:`.times` (µs text and floats -> ns).
+JSON -> per-layer frames; decoded by :mod:`.trace_decode`, layers built by :mod:`.trace_layers`,
+large files split over processes by :mod:`.parallel` and :mod:`.worker`), :mod:`.csv_tables`
+(op_summary / kernel_details / task_time / step_trace_time), :mod:`.db` (SQLite exports),
+:mod:`.device` (tasks joined with op details), :mod:`.engines` (the three task-type vocabularies
+-> kind and engine), :mod:`.hccl` (collectives and their plane tasks, counted once), :mod:`.mc2`
+(fused compute-communication operators), :mod:`.host` (Python / CANN rows, flows, steps),
+:mod:`.meta` (chips, cores, clocks), :mod:`.text` (one text source), :mod:`.times` (µs text and
+floats -> ns).
 
 Rows, in the timeline's terms: device tasks on their streams (``kernel`` with engine ``aic`` /
 ``aiv`` / ``mix`` / ``ai_cpu`` / ``dsa``; ``memcpy``; ``sync`` for event and notify tasks;
