@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracekit.errors import TraceError
+from tracekit.parsers.msprof.times import json_us_ns
 
 F = msgspec.field
 
@@ -66,6 +69,9 @@ class Event(msgspec.Struct, gc=False):
     cat: Any = None
     id: Any = None
     args: Args | None = None
+
+
+_EMPTY = Args()
 
 
 class _Wrapped(msgspec.Struct, gc=False):
@@ -169,3 +175,53 @@ def texts(values: Any) -> pa.Array:
         return pa.array(values, pa.string())
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return pa.array([None if v is None else str(v) for v in values], pa.string())
+
+
+class Reader:
+    """Column extraction for subsets of the complete events."""
+
+    def __init__(self, events: list[Any], threads: dict) -> None:
+        self.events = events
+        self.threads = threads
+        self.bad_ts: dict[str, int] = {}
+
+    def pick(self, idx: np.ndarray) -> list[Any]:
+        return take(self.events, idx)
+
+    @staticmethod
+    def args(events: list[Any]) -> list[Args]:
+        return [e.args or _EMPTY for e in events]
+
+    def base(self, events: list[Any], site: str) -> dict[str, Any]:
+        """ts/dur (epoch or monotonic ns, as written) of X events, and the rows with a usable
+        ts (the others are counted in a warning)."""
+        ts, ok = json_us_ns([e.ts for e in events])
+        dur, dur_ok = json_us_ns([e.dur for e in events])
+        dur = np.where(dur_ok & (dur > 0), dur, 0)
+        bad = int((~ok).sum())
+        if bad:
+            self.bad_ts[site] = self.bad_ts.get(site, 0) + bad
+        return {"ts": ts, "dur": dur, "keep": ok}
+
+    def per_thread(self, events: list[Any], fn: Callable[[Any, Any, str | None], Any]) -> Any:
+        """``fn(pid, tid, thread name)`` per event, computed once per distinct thread."""
+        inverse, pairs = pair_codes([e.pid for e in events], [e.tid for e in events])
+        values = np.empty(len(pairs), dtype=object)
+        values[:] = [fn(p, t, self.threads.get((p, t))) for p, t in pairs]
+        return values[inverse]
+
+
+def frame(columns: dict[str, Any], keep: np.ndarray) -> pl.DataFrame:
+    """A frame of ``columns``, only the rows where ``keep``."""
+    frame = pl.DataFrame(columns)
+    return frame if keep.all() else frame.filter(pl.Series(keep))
+
+
+def mask(found: pa.Array) -> np.ndarray:
+    """A boolean Arrow array as numpy, null read as False."""
+    return found.fill_null(False).to_numpy(zero_copy_only=False)
+
+
+def where(found: pa.Array) -> np.ndarray:
+    """Positions where a boolean Arrow array is true."""
+    return np.nonzero(mask(found))[0]

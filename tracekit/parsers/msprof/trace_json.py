@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracekit.parsers.kineto.decode import read_bytes
-from tracekit.parsers.msprof.trace_decode import decode_bytes, distinct, take, texts
+from tracekit.parsers.msprof.trace_decode import decode_bytes, distinct, mask, take, texts, where
 from tracekit.parsers.msprof.trace_layers import (
     CANN,
     HARDWARE,
@@ -96,13 +96,13 @@ def scan(events: list[Any]) -> Scan:
     ph = texts(list(map(attrgetter("ph"), events)))
     meta = [
         (e.name, e.pid, e.tid, *((e.args.name, e.args.labels) if e.args else (None, None)))
-        for e in take(events, _where(pc.equal(ph, "M")))
+        for e in take(events, where(pc.equal(ph, "M")))
     ]
-    flows = take(events, _where(pc.is_in(ph, pa.array(["s", "f"]))))
+    flows = take(events, where(pc.is_in(ph, pa.array(["s", "f"]))))
     flow_ph = texts([e.ph for e in flows])
     flow_cat = texts([e.cat for e in flows])
     starts = pc.and_(pc.equal(flow_ph, "s"), pc.equal(flow_cat, "HostToDevice"))
-    flow_pids = distinct([e.pid for e in take(flows, _where(starts))])[1]
+    flow_pids = distinct([e.pid for e in take(flows, where(starts))])[1]
     codes, pids = distinct(list(map(attrgetter("pid"), events)))
     return Scan(events, Summary(meta, pids, flow_pids), ph, codes, flows, flow_cat)
 
@@ -112,16 +112,8 @@ def layers_of(part: Scan, roles: dict[Any, str], threads: dict, include_python: 
     order = list(LAYER_ROLES)
     pids = part.summary.pids
     by_pid = np.array([order.index(roles[p]) if p in roles else -1 for p in pids], np.int64)
-    role = np.where(_mask(pc.equal(part.ph, "X")), by_pid[part.pid_codes], -1)
+    role = np.where(mask(pc.equal(part.ph, "X")), by_pid[part.pid_codes], -1)
     return build(part.events, role, part.flows, part.flow_cat, threads, include_python)
-
-
-def _mask(mask: pa.Array) -> np.ndarray:
-    return mask.fill_null(False).to_numpy(zero_copy_only=False)
-
-
-def _where(mask: pa.Array) -> np.ndarray:
-    return np.nonzero(_mask(mask))[0]
 
 
 def resolve(summaries: list[Summary]) -> tuple[Layers, dict[Any, str], dict]:

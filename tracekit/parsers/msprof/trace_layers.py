@@ -21,15 +21,16 @@ import pyarrow.compute as pc
 from tracekit.parsers.msprof.times import json_us_ns
 from tracekit.parsers.msprof.trace_decode import (
     Args,
+    Reader,
     as_int,
     floats,
+    frame,
     ints,
-    pair_codes,
     take,
     texts,
+    where,
 )
 
-_EMPTY = Args()
 HARDWARE, HCCL, CANN, PYTHON, OVERLAP, STEP = "hw", "hccl", "cann", "python", "overlap", "step"
 COMM_THREAD = re.compile(r"Communication|Aicpu", re.IGNORECASE)
 PLANE_THREAD = re.compile(r"^Plane (\d+)$")
@@ -59,7 +60,7 @@ def build(events: list[Any], role: np.ndarray, flows: list[Any], flow_cat: pa.Ar
           threads: dict, include_python: bool) -> Part:  # fmt: skip
     """The layers of ``events`` (``role``: the layer number of each, -1 for none)."""
     out = Part()
-    reader = _Reader(events, threads)
+    reader = Reader(events, threads)
     for number, fn in enumerate(LAYERS):
         idx = np.nonzero(role == number)[0]
         if len(idx):
@@ -70,54 +71,7 @@ def build(events: list[Any], role: np.ndarray, flows: list[Any], flow_cat: pa.Ar
     return out
 
 
-class _Reader:
-    """Column extraction for subsets of the complete events."""
-
-    def __init__(self, events: list[Any], threads: dict) -> None:
-        self.events = events
-        self.threads = threads
-        self.bad_ts: dict[str, int] = {}
-
-    def pick(self, idx: np.ndarray) -> list[Any]:
-        return take(self.events, idx)
-
-    @staticmethod
-    def args(events: list[Any]) -> list[Args]:
-        return [e.args or _EMPTY for e in events]
-
-    def base(self, events: list[Any], site: str) -> dict[str, Any]:
-        """ts/dur (epoch or monotonic ns, as written) of X events, and the rows with a usable
-        ts (the others are counted in a warning)."""
-        ts, ok = json_us_ns([e.ts for e in events])
-        dur, dur_ok = json_us_ns([e.dur for e in events])
-        dur = np.where(dur_ok & (dur > 0), dur, 0)
-        bad = int((~ok).sum())
-        if bad:
-            self.bad_ts[site] = self.bad_ts.get(site, 0) + bad
-        return {"ts": ts, "dur": dur, "keep": ok}
-
-    def per_thread(self, events: list[Any], fn: Callable[[Any, Any, str | None], Any]) -> Any:
-        """``fn(pid, tid, thread name)`` per event, computed once per distinct thread."""
-        inverse, pairs = pair_codes([e.pid for e in events], [e.tid for e in events])
-        values = np.empty(len(pairs), dtype=object)
-        values[:] = [fn(p, t, self.threads.get((p, t))) for p, t in pairs]
-        return values[inverse]
-
-
-def _frame(columns: dict[str, Any], keep: np.ndarray) -> pl.DataFrame:
-    frame = pl.DataFrame(columns)
-    return frame if keep.all() else frame.filter(pl.Series(keep))
-
-
-def _mask(mask: pa.Array) -> np.ndarray:
-    return mask.fill_null(False).to_numpy(zero_copy_only=False)
-
-
-def _where(mask: pa.Array) -> np.ndarray:
-    return np.nonzero(_mask(mask))[0]
-
-
-def _hardware(reader: _Reader, idx: np.ndarray, out: Part, _: bool) -> None:
+def _hardware(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
     events = reader.pick(idx)
     step_rows = reader.per_thread(events, lambda p, t, n: (n or "").startswith("Step Trace"))
     step_rows = step_rows.astype(bool)
@@ -146,7 +100,7 @@ def _hardware(reader: _Reader, idx: np.ndarray, out: Part, _: bool) -> None:
         out.stream_keys.append("Physic Stream Id")
     if stream_id.count(None) < len(stream_id):
         out.stream_keys.append("Stream Id")
-    out.hardware = _frame(columns, base["keep"])
+    out.hardware = frame(columns, base["keep"])
 
 
 def _group_of(threads: dict, pid: Any) -> list[tuple[int, str]]:
@@ -159,7 +113,7 @@ def _group_of(threads: dict, pid: Any) -> list[tuple[int, str]]:
     return sorted(groups)
 
 
-def _hccl(reader: _Reader, idx: np.ndarray, out: Part, _: bool) -> None:
+def _hccl(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
     events = reader.pick(idx)
     groups: dict[Any, list[tuple[int, str]]] = {}
 
@@ -203,7 +157,7 @@ def _hccl(reader: _Reader, idx: np.ndarray, out: Part, _: bool) -> None:
             "relay": ints(get("relay")),
             "retry": ints(get("retry")),
         }
-        out.hccl_ops = _frame(columns, base["keep"])
+        out.hccl_ops = frame(columns, base["keep"])
     if len(tasks_at):
         tasks = take(events, tasks_at)
         base = reader.base(tasks, "HCCL task")
@@ -229,11 +183,11 @@ def _hccl(reader: _Reader, idx: np.ndarray, out: Part, _: bool) -> None:
             "bandwidth": floats(get("bandwidth")),
             "model_id": ints(get("hccl_model_id")),
         }
-        out.hccl_tasks = _frame(columns, base["keep"])
+        out.hccl_tasks = frame(columns, base["keep"])
 
 
 def _host_frame(
-    reader: _Reader,
+    reader: Reader,
     events: list[Any],
     kind: str,
     site: str,
@@ -249,10 +203,10 @@ def _host_frame(
         "tid": ints([e.tid for e in events]),
         **extra(reader.args(events)),
     }
-    return _frame(columns, base["keep"])
+    return frame(columns, base["keep"])
 
 
-def _cann(reader: _Reader, idx: np.ndarray, out: Part, _: bool) -> None:
+def _cann(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
     def extra(args: list[Args]) -> dict[str, Any]:
         return {
             "corr": ints([a.connection_id for a in args]),
@@ -263,7 +217,7 @@ def _cann(reader: _Reader, idx: np.ndarray, out: Part, _: bool) -> None:
     out.host["cann"] = _host_frame(reader, reader.pick(idx), "api", "CANN", extra)
 
 
-def _python(reader: _Reader, idx: np.ndarray, out: Part, python: bool) -> None:
+def _python(reader: Reader, idx: np.ndarray, out: Part, python: bool) -> None:
     events = reader.pick(idx)
     cats = np.array([e.cat for e in events], dtype=object)
     groups = {
@@ -288,23 +242,23 @@ def _python(reader: _Reader, idx: np.ndarray, out: Part, python: bool) -> None:
         )
 
 
-def _overlap(reader: _Reader, idx: np.ndarray, out: Part, _: bool) -> None:
+def _overlap(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
     events = reader.pick(idx)
     base = reader.base(events, "Overlap Analysis")
     names = reader.per_thread(events, lambda p, t, n: n or None)
     unnamed = np.nonzero(names == None)[0]  # noqa: E711 - elementwise on an object array
     if len(unnamed):
         names[unnamed] = [str(e.name) for e in take(events, unnamed)]
-    frame = _frame({"thread": texts(names), "dur": base["dur"]}, base["keep"])
-    totals = frame.group_by("thread").agg(pl.col("dur").sum())
+    durations = frame({"thread": texts(names), "dur": base["dur"]}, base["keep"])
+    totals = durations.group_by("thread").agg(pl.col("dur").sum())
     out.overlap_ns = {k: int(v) for k, v in totals.iter_rows()}
 
 
-def _steps(reader: _Reader, idx: np.ndarray, out: Part, _: bool) -> None:
+def _steps(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
     out.steps = _step_frame(reader, reader.pick(idx), "Step Trace")
 
 
-def _step_frame(reader: _Reader, events: list[Any], site: str) -> pl.DataFrame:
+def _step_frame(reader: Reader, events: list[Any], site: str) -> pl.DataFrame:
     base = reader.base(events, site)
     args = reader.args(events)
     columns = {
@@ -314,11 +268,11 @@ def _step_frame(reader: _Reader, events: list[Any], site: str) -> pl.DataFrame:
         "cat": texts([e.cat for e in events]),
         "iteration": ints([a.iteration_id for a in args]),
     }
-    return _frame(columns, base["keep"])
+    return frame(columns, base["keep"])
 
 
 def _flows(flows: list[Any], cats: pa.Array, out: Part) -> None:
-    events = take(flows, _where(pc.equal(cats, "async_npu")))
+    events = take(flows, where(pc.equal(cats, "async_npu")))
     if not events:
         return
     ts, ok = json_us_ns([e.ts for e in events])
