@@ -192,7 +192,12 @@ def read_layers(path: Path, include_python: bool = False) -> Layers:
     from tracekit.parsers.msprof import parallel
 
     workers = parallel.start(path)
-    data = read_bytes(path)
+    try:
+        data = read_bytes(path)
+    except BaseException:
+        for worker in workers:
+            worker.stop()
+        raise
     found = parallel.read_layers(path, data, include_python, workers)
     if found is not None:
         return found
