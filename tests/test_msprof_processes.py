@@ -1,0 +1,67 @@
+"""Large Ascend timeline JSON is read by several processes: the one-process timeline, or a
+fallback to it when a worker fails."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import tracekit
+from fixtures.ascend_scenario import build_ascend_scenario
+from fixtures.ascend_text_writer import write_torch_npu
+from tracekit.parsers.kineto import chunks
+from tracekit.parsers.msprof import parallel
+
+
+def _frame(tl: tracekit.Timeline) -> pl.DataFrame:
+    df = tl.df.with_columns(pl.col(pl.Categorical).cast(pl.String))
+    return df.sort(df.columns, nulls_last=True)
+
+
+@pytest.fixture(scope="module")
+def output(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    sc = build_ascend_scenario(steps=3, layers=3, unfused_collective=True)
+    return write_torch_npu(sc.events, tmp_path_factory.mktemp("npu"))
+
+
+def _split_small_files(monkeypatch: pytest.MonkeyPatch, cpus: int) -> None:
+    monkeypatch.setattr(parallel, "MIN_BYTES", 16 << 10)
+    monkeypatch.setattr(parallel, "START_BYTES", 0)
+    monkeypatch.setattr(chunks.os, "sched_getaffinity", lambda _pid: set(range(cpus)),
+                        raising=False)  # fmt: skip
+
+
+def test_three_processes_give_the_one_process_timeline(
+    output: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRACEKIT_PROCESSES", "1")
+    serial = tracekit.load(output)
+    monkeypatch.delenv("TRACEKIT_PROCESSES")
+    _split_small_files(monkeypatch, 3)
+    started = []
+    original = parallel._Worker.start
+
+    def spy(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        started.append(args)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(parallel._Worker, "start", spy)
+    split = tracekit.load(output)
+    assert len(started) == 2
+    assert _frame(split).equals(_frame(serial))
+    assert split.meta == serial.meta
+
+
+def test_failed_worker_falls_back_to_one_process(
+    output: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRACEKIT_PROCESSES", "1")
+    serial = tracekit.load(output)
+    monkeypatch.delenv("TRACEKIT_PROCESSES")
+    _split_small_files(monkeypatch, 2)
+    parts = []
+    monkeypatch.setattr(parallel._Worker, "part", lambda self: parts.append(self))  # -> None
+    assert _frame(tracekit.load(output)).equals(_frame(serial))
+    assert len(parts) == 1  # the worker ran and its (failed) slice was asked for
