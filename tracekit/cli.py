@@ -35,7 +35,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 TraceArg = Annotated[Path, typer.Argument(help="Trace file (nsys .sqlite/.nsys-rep, ...).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 FormatOpt = Annotated[
-    str | None, typer.Option("--format", help="Force a parser instead of sniffing the content.")
+    str | None,
+    typer.Option("--parser", help="Force a parser (see `tracekit formats`) instead of sniffing."),
 ]
 RulesOpt = Annotated[
     str | None, typer.Option("--rules", help="Comma-separated rule ids (default: all).")
@@ -46,6 +47,9 @@ MarkerOpt = Annotated[
 ]
 PatternsOpt = Annotated[
     Path | None, typer.Option("--patterns", help="TOML file of extra taxonomy entries.")
+]
+OutputOpt = Annotated[
+    str, typer.Option("--format", "-f", help="term (default), md (for a PR comment) or json.")
 ]
 OptionOpt = Annotated[
     list[str] | None,
@@ -154,6 +158,7 @@ def summary(
     trace: TraceArg,
     json: JsonOpt = False,
     top: Annotated[int, typer.Option(min=1, help="How many kernels to list.")] = 15,
+    output: OutputOpt = "term",
     format: FormatOpt = None,
     rules: RulesOpt = None,
     step_marker: MarkerOpt = None,
@@ -166,11 +171,12 @@ def summary(
     timeline = read_trace(trace, format)
     data = stats.summary(timeline, top=top)
     analysis = _analyze(timeline, rules, step_marker, patterns, option)
-    if json:
+    if json or output == "json":
         _print_json({**data, **{k: analysis[k] for k in ("steps", "step_metrics", "findings")}})
         return
-    terminal.print_renderable(terminal.render_summary(data, _name_width()))
-    terminal.print_renderable(Group(Text(), steps_terminal.render_analysis(analysis)))
+    _emit(analysis, output, lambda: Group(
+        terminal.render_summary(data, _name_width()), Text(),
+        steps_terminal.render_analysis(analysis)))  # fmt: skip
 
 
 @app.command()
@@ -178,6 +184,7 @@ def summary(
 def analyze(
     trace: TraceArg,
     json: JsonOpt = False,
+    output: OutputOpt = "term",
     format: FormatOpt = None,
     rules: RulesOpt = None,
     step_marker: MarkerOpt = None,
@@ -188,10 +195,21 @@ def analyze(
     from tracekit.reports import steps_terminal
 
     data = _analyze(read_trace(trace, format), rules, step_marker, patterns, option)
-    if json:
+    _emit(data, "json" if json else output, lambda: steps_terminal.render_analysis(data))
+
+
+def _emit(data: dict[str, Any], output: str, terminal_view: Callable[[], Any]) -> None:
+    """Print an analysis as ``term``, ``md`` or ``json``."""
+    if output == "json":
         _print_json(data)
+    elif output == "md":
+        from tracekit.reports.markdown import render_markdown
+
+        sys.stdout.write(render_markdown(data))
+    elif output == "term":
+        terminal.print_renderable(terminal_view())
     else:
-        terminal.print_renderable(steps_terminal.render_analysis(data))
+        raise TraceError(f"--format {output!r}: choose term, md or json")
 
 
 @app.command(name="rules")

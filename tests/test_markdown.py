@@ -1,0 +1,64 @@
+"""Markdown output: the numbers of step_metrics, and trace names that cannot inject HTML or
+break the table."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import tracekit
+from fixtures.nsys_writer import write_nsys_sqlite
+from fixtures.scenario import build_scenario
+from tests.conftest import run_cli
+from tracekit.reports.format import fmt_ns, fmt_pct
+from tracekit.reports.markdown import STEP_COLUMNS, md_text
+
+EVIL = 'at::native::vectorized_elementwise_kernel<script>alert(1)</script> "q" | `x` </script> *b*'
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    sc = build_scenario(steps=3, layers=2, fallback_kernel=True)
+    evil = pl.when(pl.col("name").str.contains("at::native")).then(pl.lit(EVIL))
+    events = sc.events.with_columns(name=evil.otherwise(pl.col("name")))
+    return write_nsys_sqlite(events, tmp_path_factory.mktemp("md") / "t.sqlite")
+
+
+def test_md_text_escapes_html_and_markdown() -> None:
+    text = md_text(EVIL)
+    assert "<" not in text and ">" not in text and '"' not in text
+    assert "kernel&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert re.search(r"(?<!\\)[|`*\[\]]", text) is None  # every table/markup char escaped
+    assert md_text("a\x1b[31mb\nc") == "a\ufffd\\[31mb c"
+
+
+def test_markdown_numbers_equal_step_metrics(trace: Path) -> None:
+    done = run_cli("analyze", str(trace), "--format", "md", "--rules", "fallback")
+    assert done.returncode == 0, done.stderr
+    md = done.stdout
+    metrics = tracekit.analyze(tracekit.load(trace), ["fallback"]).step_metrics.to_dicts()
+    rows = [line for line in md.splitlines() if re.match(r"^\| \d", line)]
+    assert len(rows) == len(metrics) == 3
+    for line, m in zip(rows, metrics):
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        assert len(cells) == len(STEP_COLUMNS)
+        for cell, key in zip(cells, STEP_COLUMNS):
+            value = m[key]
+            want = fmt_pct(value) if key == "comm_overlap_ratio" else (
+                fmt_ns(value) if key.endswith("_ns") or key == "dur" else str(value))  # fmt: skip
+            assert cell == want, key
+    assert "<script" not in md and "&lt;script&gt;" in md  # the evil name in a finding
+    assert md.count("- **warning** `fallback`") == 3
+
+
+def test_summary_and_json_formats(trace: Path) -> None:
+    md = run_cli("summary", str(trace), "--format", "md").stdout
+    assert md.startswith("## tracekit: t.sqlite") and "### Findings" in md
+    data = json.loads(run_cli("summary", str(trace), "--format", "json").stdout)
+    assert len(data["step_metrics"]) == 3 and "top_kernels" in data
+    bad = run_cli("analyze", str(trace), "--format", "html")
+    assert bad.returncode == 2 and "choose term, md or json" in bad.stderr
