@@ -62,3 +62,17 @@ def test_summary_and_json_formats(trace: Path) -> None:
     assert len(data["step_metrics"]) == 3 and "top_kernels" in data
     bad = run_cli("analyze", str(trace), "--format", "html")
     assert bad.returncode == 2 and "choose term, md or json" in bad.stderr
+
+
+def test_terminal_step_bar_and_no_color(trace: Path) -> None:
+    from tracekit.reports.steps_terminal import step_bar
+
+    row = {"dur": 1000, "compute_ns": 500, "exposed_comm_ns": 250, "busy_ns": 875}
+    assert step_bar(row, width=8).plain == "████▓▓▒·"
+    assert step_bar({"dur": 0}).plain == ""
+    colored = run_cli("analyze", str(trace), env={"FORCE_COLOR": "1", "COLUMNS": "160"})
+    assert "\x1b[" in colored.stdout and "████" in colored.stdout
+    plain = run_cli("--no-color", "analyze", str(trace), env={"FORCE_COLOR": "1"})
+    colour = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:3[0-8]|9[0-7])[;m]")  # a foreground colour
+    assert colour.search(colored.stdout)
+    assert plain.returncode == 0 and not colour.search(plain.stdout)

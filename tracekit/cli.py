@@ -31,6 +31,15 @@ app = typer.Typer(
 )
 stderr = Console(stderr=True)
 
+
+@app.callback()
+def main(
+    no_color: Annotated[bool, typer.Option("--no-color", help="Plain text output.")] = False,
+) -> None:
+    """Make GPU/NPU profiler traces of LLM inference readable."""
+    terminal.NO_COLOR = no_color
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 TraceArg = Annotated[Path, typer.Argument(help="Trace file (nsys .sqlite/.nsys-rep, ...).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

@@ -18,6 +18,25 @@ _STEP_COLUMNS = {
     "overlap": "comm_overlap_ratio", "fallback": "fallback_ns", "bubbles": "bubble_ns",
 }  # fmt: skip
 MAX_STEP_ROWS = 40
+BAR_WIDTH = 16
+# step time split for the inline bar: compute, exposed communication, other busy, idle
+_BAR_PARTS = (("█", "green"), ("▓", "red"), ("▒", "blue"), ("·", "dim"))
+
+
+def step_bar(row: dict[str, Any], width: int = BAR_WIDTH) -> Text:
+    """A bar of the step's time: compute, exposed communication, other busy time, idle."""
+    dur = row.get("dur") or 0
+    if dur <= 0:
+        return Text("")
+    compute, exposed, busy = row["compute_ns"], row["exposed_comm_ns"], row["busy_ns"]
+    other = max(busy - compute - exposed, 0)
+    shares = [compute / dur, exposed / dur, other / dur]
+    cells = [round(share * width) for share in shares]
+    cells.append(max(width - sum(cells), 0))
+    bar = Text()
+    for (char, style), n in zip(_BAR_PARTS, cells):
+        bar.append(char * n, style=style)
+    return bar
 
 
 def _cell(key: str, value: Any) -> Text:
@@ -39,7 +58,8 @@ def render_steps(data: dict[str, Any]) -> Group:
     )
     table = Table(title="per step", title_justify="left", box=None, header_style="bold")
     for heading in _STEP_COLUMNS:
-        table.add_column(heading, justify="right")
+        table.add_column(heading, justify="right", no_wrap=True)
+    table.add_column("█ compute ▓ exposed ▒ other · idle", no_wrap=True)
     rows = data["step_metrics"]
     shown = (
         rows
@@ -48,8 +68,9 @@ def render_steps(data: dict[str, Any]) -> Group:
     )
     for i, row in enumerate(shown):
         if len(rows) > MAX_STEP_ROWS and i == MAX_STEP_ROWS // 2:
-            table.add_row(*[Text("…")] * len(_STEP_COLUMNS))
-        table.add_row(*(_cell(key, row.get(key)) for key in _STEP_COLUMNS.values()))
+            table.add_row(*[Text("…")] * (len(_STEP_COLUMNS) + 1))
+        cells = [_cell(key, row.get(key)) for key in _STEP_COLUMNS.values()]
+        table.add_row(*cells, step_bar(row))
     return Group(head, Text(), table)
 
 

@@ -142,6 +142,9 @@ def _distinct_labels(rows: list[dict[str, Any]], width: int) -> list[str]:
     return out
 
 
+NO_COLOR = False  # set by ``tracekit --no-color``; NO_COLOR in the environment works too
+
+
 def print_renderable(renderable: Any, console: Console | None = None) -> None:
-    """Print to stdout (no colours when stdout is not a terminal)."""
-    (console or Console()).print(renderable)
+    """Print to stdout (no colours when stdout is not a terminal or colours are off)."""
+    (console or Console(no_color=NO_COLOR or None)).print(renderable)
