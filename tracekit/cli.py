@@ -185,7 +185,7 @@ def summary(
         return
     _emit(analysis, output, lambda: Group(
         terminal.render_summary(data, _name_width()), Text(),
-        steps_terminal.render_analysis(analysis)))  # fmt: skip
+        steps_terminal.render_analysis(analysis, Console().width)))  # fmt: skip
 
 
 @app.command()
@@ -204,7 +204,11 @@ def analyze(
     from tracekit.reports import steps_terminal
 
     data = _analyze(read_trace(trace, format), rules, step_marker, patterns, option)
-    _emit(data, "json" if json else output, lambda: steps_terminal.render_analysis(data))
+    _emit(
+        data,
+        "json" if json else output,
+        lambda: steps_terminal.render_analysis(data, Console().width),
+    )
 
 
 def _emit(data: dict[str, Any], output: str, terminal_view: Callable[[], Any]) -> None:

@@ -49,8 +49,13 @@ def _cell(key: str, value: Any) -> Text:
     return Text(printable(value))
 
 
-def render_steps(data: dict[str, Any]) -> Group:
-    """Step detection line plus one row per (rank, device, step), long traces abridged."""
+BAR_MIN_WIDTH = 130  # narrower terminals get the numbers without the bar
+
+
+def render_steps(data: dict[str, Any], width: int = 200) -> Group:
+    """Step detection line plus one row per (rank, device, step), long traces abridged; the
+    inline bar only when the terminal is ``BAR_MIN_WIDTH`` columns or wider."""
+    with_bar = width >= BAR_MIN_WIDTH
     steps = data["steps"]
     head = Text(
         f"steps: {steps['count']} by {steps['method']} (confidence {steps['confidence']}): "
@@ -59,7 +64,8 @@ def render_steps(data: dict[str, Any]) -> Group:
     table = Table(title="per step", title_justify="left", box=None, header_style="bold")
     for heading in _STEP_COLUMNS:
         table.add_column(heading, justify="right", no_wrap=True)
-    table.add_column("█ compute ▓ exposed ▒ other · idle", no_wrap=True)
+    if with_bar:
+        table.add_column("█ compute ▓ exposed ▒ other · idle", no_wrap=True)
     rows = data["step_metrics"]
     shown = (
         rows
@@ -68,9 +74,9 @@ def render_steps(data: dict[str, Any]) -> Group:
     )
     for i, row in enumerate(shown):
         if len(rows) > MAX_STEP_ROWS and i == MAX_STEP_ROWS // 2:
-            table.add_row(*[Text("…")] * (len(_STEP_COLUMNS) + 1))
+            table.add_row(*[Text("…")] * (len(_STEP_COLUMNS) + with_bar))
         cells = [_cell(key, row.get(key)) for key in _STEP_COLUMNS.values()]
-        table.add_row(*cells, step_bar(row))
+        table.add_row(*cells, *([step_bar(row)] if with_bar else []))
     return Group(head, Text(), table)
 
 
@@ -94,6 +100,6 @@ def render_findings(findings: list[dict[str, Any]]) -> Group:
     return Group(*lines)
 
 
-def render_analysis(data: dict[str, Any]) -> Group:
-    """Steps and findings together (``tracekit analyze``)."""
-    return Group(render_steps(data), Text(), render_findings(data["findings"]))
+def render_analysis(data: dict[str, Any], width: int = 200) -> Group:
+    """Steps and findings together (``tracekit analyze``) for a ``width``-column terminal."""
+    return Group(render_steps(data, width), Text(), render_findings(data["findings"]))
