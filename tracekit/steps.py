@@ -1,10 +1,11 @@
 """Decode-step segmentation: find the steps, assign device rows to them, derive windows.
 
 Three methods, tried in order (DESIGN.md): explicit markers (``--step-marker REGEX``, then
-known range names), graph replays (one CUDA/HIP/ACL graph launch per step), and device idle
-gaps between bursts. A trace with none of them is one window. Device rows belong to the step
-whose host range issued their launch (joined by correlation id); rows without a launch
-link fall back to time. Everything is polars joins and sorts: no Python per event.
+known range names on the host, then device-side step ranges), graph replays (one
+CUDA/HIP/ACL graph launch per step), and device idle gaps between bursts. A trace with none
+of them is one window. Device rows belong to the step whose host range issued their launch
+(joined by correlation id); rows without a launch link fall back to time. Everything is
+polars joins and sorts: no Python per event.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ class Steps:
     """How steps were found and their host-side (or device-side) ranges per rank.
 
     ``ranges`` has ``rank, step, label, start, end``; ``by_device_time`` is True when the
-    ranges are device windows (gaps method), so rows are assigned by their own time.
+    ranges are on the device's clock (gaps method, msprof ``Iteration N`` ranges), so rows
+    are assigned by their own time rather than through their launch.
     """
 
     method: str
