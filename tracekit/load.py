@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import sqlite3
+import zlib
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from functools import cached_property
@@ -14,6 +15,8 @@ from tracekit.parsers._sqlite import open_readonly
 from tracekit.timeline import Timeline
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+GZIP_MAGIC = b"\x1f\x8b"
+TEXT_HEAD_IN, TEXT_HEAD_OUT = 1 << 16, 1 << 18  # gzip bytes read, text bytes kept
 
 
 class Probe:
@@ -26,6 +29,20 @@ class Probe:
         if path.is_file():
             with path.open("rb") as fh:
                 self.head = fh.read(4096)
+
+    @cached_property
+    def text_head(self) -> bytes:
+        """The first bytes of the file's text: ``head``, or for a gzip file up to 256 KiB
+        inflated from its first 64 KiB (empty when that is not valid gzip). Inflated once
+        per load, however many sniffers look."""
+        if not self.head.startswith(GZIP_MAGIC):
+            return self.head
+        try:
+            with self.path.open("rb") as fh:
+                inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                return inflater.decompress(fh.read(TEXT_HEAD_IN), TEXT_HEAD_OUT)
+        except (zlib.error, OSError, ValueError):
+            return b""
 
     @property
     def is_sqlite(self) -> bool:

@@ -6,7 +6,6 @@ rocprofiler-sdk): ``.json``, ``.json.gz``, ``*.pt.trace.json(.gz)``, an object w
 from __future__ import annotations
 
 import re
-import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -30,22 +29,11 @@ _SUFFIXES = (".json", ".json.gz", ".gz")
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 
 
-def _text_head(probe: Probe) -> bytes:
-    head = probe.head
-    if head.startswith(GZIP_MAGIC):
-        try:
-            with probe.path.open("rb") as fh:
-                return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(fh.read(1 << 16), 1 << 18)
-        except zlib.error:
-            return b""
-    return head
-
-
 def sniff(probe: Probe) -> bool:
     """A Chrome-trace JSON (plain or gzip) with Kineto's keys or categories near its start."""
     if probe.path.is_dir():
         return bool(_trace_files(probe.path))
-    text = _text_head(probe)
+    text = probe.text_head
     first = text[:256].lstrip()[:1]
     if first not in (b"{", b"["):
         return False

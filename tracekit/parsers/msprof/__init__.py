@@ -22,7 +22,6 @@ the earliest row; ``origin_ns`` is its epoch time.
 
 from __future__ import annotations
 
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -91,19 +90,9 @@ def sniff(probe: Probe) -> bool:
     head = probe.head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if head[:1] not in (b"[", b"{") and not probe.head.startswith(b"\x1f\x8b"):
         return False
-    if b'"schemaVersion"' in _text_head(probe.head):  # a PyTorch-profiler (Kineto) trace
+    if b'"schemaVersion"' in probe.text_head[: 1 << 16]:  # a PyTorch-profiler (Kineto) trace
         return False
     return layout.json_is_ascend(path)
-
-
-def _text_head(head: bytes) -> bytes:
-    """The first bytes of the file's text (a gzip head inflated as far as it goes)."""
-    if not head.startswith(b"\x1f\x8b"):
-        return head
-    try:
-        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 1 << 16)
-    except zlib.error:
-        return b""
 
 
 def sniff_db(probe: Probe) -> bool:

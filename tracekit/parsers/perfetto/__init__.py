@@ -40,14 +40,6 @@ except ImportError:  # pragma: no cover
 GZIP_MAGIC = b"\x1f\x8b"
 
 
-def _gzip_head(probe: Probe) -> bytes:
-    try:
-        with probe.path.open("rb") as fh:
-            return _zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(fh.read(1 << 16), 4096)
-    except (zlib.error, OSError, ValueError):
-        return b""
-
-
 def sniff(probe: Probe) -> bool:
     """A Perfetto protobuf by content; a .pftrace/.perfetto-trace name needs only its first byte."""
     if not probe.path.is_file():
@@ -55,7 +47,7 @@ def sniff(probe: Probe) -> bool:
     name = probe.path.name.lower()
     head = probe.head
     if head.startswith(GZIP_MAGIC):
-        return name.endswith(GZIP_SUFFIXES) and _gzip_head(probe).startswith(b"\x0a")
+        return name.endswith(GZIP_SUFFIXES) and probe.text_head[:4096].startswith(b"\x0a")
     if name.endswith(SUFFIXES) and head.startswith(b"\x0a"):
         return True
     return looks_like_trace(head, probe.path.stat().st_size)

@@ -17,8 +17,6 @@ ns: ts is relative to the earliest row, ``meta["clock"]`` is ``{"domain": "CLOCK
 
 from __future__ import annotations
 
-import zlib
-
 from tracekit.load import Probe
 from tracekit.parsers import Parser
 from tracekit.parsers.rocprof import v3_csv, v3_json
@@ -26,7 +24,6 @@ from tracekit.parsers.rocprof.files import sniff_csv_path
 from tracekit.parsers.rocprof.legacy import PARSERS as LEGACY_PARSERS
 from tracekit.parsers.rocprof.rocpd import ROCPD
 
-_GZIP = b"\x1f\x8b"
 JSON_KEY = b'"rocprofiler-sdk-tool"'
 __all__ = ["LEGACY_PARSERS", "ROCPD", "ROCPROFV3_CSV", "ROCPROFV3_JSON"]
 
@@ -36,21 +33,11 @@ def sniff_csv(probe: Probe) -> bool:
     return sniff_csv_path(probe.path, probe.head)
 
 
-def _text_head(probe: Probe) -> bytes:
-    if not probe.head.startswith(_GZIP):
-        return probe.head
-    try:
-        with probe.path.open("rb") as fh:
-            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(fh.read(1 << 14), 1 << 14)
-    except (zlib.error, OSError):
-        return b""
-
-
 def sniff_json(probe: Probe) -> bool:
     """A JSON object whose first key is ``rocprofiler-sdk-tool`` (plain or gzip)."""
     if not probe.path.is_file():
         return False
-    text = _text_head(probe).lstrip(b"\xef\xbb\xbf \t\r\n")
+    text = probe.text_head[: 1 << 14].lstrip(b"\xef\xbb\xbf \t\r\n")
     return text.startswith(b"{") and text[1:].lstrip().startswith(JSON_KEY)
 
 
