@@ -22,7 +22,7 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fixtures.scenario import build_scenario, tile_in_time
-from tracekit.metrics import step_metrics
+from tracekit.metrics import clipped, step_metrics
 from tracekit.rules.base import Context
 from tracekit.rules.registry import select
 from tracekit.steps import assign, find_steps, windows
@@ -50,9 +50,10 @@ def run_once(tl: Timeline) -> dict[str, float]:
     wins = windows(work)
     times["steps"] = time.perf_counter() - t
     t = time.perf_counter()
-    metrics = step_metrics(work, wins)
+    in_windows = clipped(work, wins)
+    metrics = step_metrics(work, wins, in_windows=in_windows)
     times["metrics"] = time.perf_counter() - t
-    ctx = Context(rows, work, wins, metrics, steps, tl.meta)
+    ctx = Context(rows, work, in_windows, wins, metrics, steps, tl.meta)
     for rule in select(None):
         t = time.perf_counter()
         found = rule.run(ctx)

@@ -103,7 +103,7 @@ def test_bubble_causes() -> None:
     df = _df(rows)
     tl = Timeline(build_table({c: df[c] for c in df.columns}), {"format": "test"})
     a = tracekit.analyze(tl)
-    ctx = Context(a.rows, a.work, a.windows, a.step_metrics, a.steps, tl.meta)
+    ctx = Context(a.rows, a.work, a.in_windows, a.windows, a.step_metrics, a.steps, tl.meta)
     found = attributed_bubbles(ctx, 2_000).select("start", "end", "cause").rows()
     assert found == [
         (20_000, 60_000, "host-bound: sync"),

@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from tracekit.metrics import MIN_BUBBLE_NS, step_metrics
+from tracekit.metrics import MIN_BUBBLE_NS, clipped, step_metrics
 from tracekit.rules.base import Context, Finding
 from tracekit.rules.overlap import pair_overlap, stream_busy
 from tracekit.rules.registry import select
@@ -23,12 +23,14 @@ class Analysis:
     """An analysed timeline: its steps, per-step metrics and the rules' findings.
 
     ``rows`` are the timeline's rows with the taxonomy columns; ``work`` the device work rows
-    with their ``step``; ``windows`` the step windows per (rank, device).
+    with their ``step`` (``in_windows``: the same cut to their step's window); ``windows`` the
+    step windows per (rank, device).
     """
 
     timeline: Timeline
     rows: pl.DataFrame
     work: pl.DataFrame
+    in_windows: pl.DataFrame
     steps: Steps
     windows: pl.DataFrame
     step_metrics: pl.DataFrame
@@ -38,12 +40,12 @@ class Analysis:
     @cached_property
     def stream_busy(self) -> pl.DataFrame:
         """Busy ns per (rank, device, step, stream)."""
-        return stream_busy(self.work, self.windows)
+        return stream_busy(self.in_windows)
 
     @cached_property
     def stream_overlap(self) -> pl.DataFrame:
         """Overlap ns per (rank, device, step, stream_a, stream_b)."""
-        return pair_overlap(self.work, self.windows)
+        return pair_overlap(self.in_windows, self.windows)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: how steps were found, the metrics rows and the findings."""
@@ -81,9 +83,12 @@ def analyze(
     steps = find_steps(rows, step_marker)
     work = assign(rows, steps)
     wins = windows(work)
-    metrics = step_metrics(work, wins, min_bubble_ns)
-    ctx = Context(rows, work, wins, metrics, steps, timeline.meta)
+    in_windows = clipped(work, wins)
+    metrics = step_metrics(work, wins, min_bubble_ns, in_windows)
+    ctx = Context(rows, work, in_windows, wins, metrics, steps, timeline.meta)
     findings = [finding for rule in chosen for finding in rule.run(ctx)]
     order = {"error": 0, "warning": 1, "info": 2}
     findings.sort(key=lambda f: (f.step is None, f.step or 0, order.get(f.severity, 3), f.rule))
-    return Analysis(timeline, rows, work, steps, wins, metrics, findings, [r.id for r in chosen])
+    return Analysis(
+        timeline, rows, work, in_windows, steps, wins, metrics, findings, [r.id for r in chosen]
+    )

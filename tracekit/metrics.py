@@ -67,11 +67,15 @@ def _bubbles(rows: pl.DataFrame, min_bubble_ns: int) -> pl.DataFrame:
 
 
 def step_metrics(
-    work: pl.DataFrame, windows: pl.DataFrame, min_bubble_ns: int = MIN_BUBBLE_NS
+    work: pl.DataFrame,
+    windows: pl.DataFrame,
+    min_bubble_ns: int = MIN_BUBBLE_NS,
+    in_windows: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The metrics table (columns :data:`METRIC_COLUMNS`) from classified, assigned work rows
-    (``tracekit.steps.assign`` after ``tracekit.taxonomy.classify``) and their windows."""
-    rows = clipped(work, windows)
+    (``tracekit.steps.assign`` after ``tracekit.taxonomy.classify``) and their windows;
+    ``in_windows`` is ``clipped(work, windows)`` when the caller already has it."""
+    rows = clipped(work, windows) if in_windows is None else in_windows
     comm = rows.filter(pl.col("is_comm"))
     compute = rows.filter(IS_COMPUTE)
     not_comm = rows.filter(~pl.col("is_comm"))

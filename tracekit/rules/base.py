@@ -36,10 +36,12 @@ class Finding:
 @dataclass
 class Context:
     """What a rule reads: every row with taxonomy columns, the device work rows with their
-    ``step``, the step windows and metrics, and how steps were found."""
+    ``step``, those rows cut to their step's window, the step windows and metrics, and how
+    steps were found."""
 
     rows: pl.DataFrame
     work: pl.DataFrame
+    in_windows: pl.DataFrame
     windows: pl.DataFrame
     step_metrics: pl.DataFrame
     steps: Steps

@@ -7,7 +7,7 @@ from typing import ClassVar
 import polars as pl
 
 from tracekit.intervals import gaps
-from tracekit.metrics import KEY, MIN_BUBBLE_NS, clipped
+from tracekit.metrics import KEY, MIN_BUBBLE_NS
 from tracekit.rules.base import Context, Finding, Rule
 
 SYNC_API = r"(?i)synchroni[sz]e|EventSynchronize|StreamWait|aclrtSynchronize"
@@ -16,7 +16,7 @@ SYNC_API = r"(?i)synchroni[sz]e|EventSynchronize|StreamWait|aclrtSynchronize"
 def attributed_bubbles(ctx: Context, min_bubble_ns: int) -> pl.DataFrame:
     """Idle gaps (``*KEY, start, end, ns``) with ``cause``: host-bound launch, host-bound
     sync, communication, or unknown; and the rows ``before`` / ``after`` the gap."""
-    rows = clipped(ctx.work, ctx.windows)
+    rows = ctx.in_windows
     idle = gaps(rows, KEY).with_columns(ns=pl.col("end") - pl.col("start"))
     idle = idle.filter(pl.col("ns") >= min_bubble_ns).sort("start")
     if idle.height == 0:

@@ -8,23 +8,23 @@ from typing import ClassVar
 import polars as pl
 
 from tracekit.intervals import intersect, lengths, merge, subtract
-from tracekit.metrics import IS_COMPUTE, KEY, clipped
+from tracekit.metrics import IS_COMPUTE, KEY
 from tracekit.rules.base import Context, Finding, Rule
 
 DEVICE = ["rank", "device"]
 
 
-def stream_busy(work: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
-    """Busy ns per (rank, device, step, stream), rows clipped to their step's window."""
-    rows = clipped(work, windows)
+def stream_busy(rows: pl.DataFrame) -> pl.DataFrame:
+    """Busy ns per (rank, device, step, stream) of work rows cut to their step's window."""
     return lengths(merge(rows, [*KEY, "stream"]), [*KEY, "stream"], "busy_ns").sort(
         [*KEY, "stream"]
     )
 
 
-def pair_overlap(work: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
-    """Overlap ns per (rank, device, step, stream_a < stream_b): both streams busy."""
-    rows = clipped(work, windows).filter(pl.col("stream").is_not_null())
+def pair_overlap(rows: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    """Overlap ns per (rank, device, step, stream_a < stream_b) of work rows cut to their
+    step's window: both streams busy."""
+    rows = rows.filter(pl.col("stream").is_not_null())
     streams = rows.select("rank", "device", "stream").unique()
     pairs = []
     for (rank, device), group in streams.group_by(DEVICE):
