@@ -18,7 +18,7 @@ from fixtures.ascend_scenario import build_ascend_scenario
 from fixtures.ascend_text_writer import EPOCH_NS, write_torch_npu, write_torch_npu_ranks
 from fixtures.ascend_trace_json import OVERLAP_ORDER
 from fixtures.msprof_prof_writer import write_prof
-from tests.conftest import real_root
+from tests.conftest import real_file
 from tracekit.load import Probe
 from tracekit.parsers.msprof import MSPROF
 from tracekit.timeline import Timeline
@@ -319,16 +319,6 @@ def test_quirk_missing_process_name(tmp_path: Path, level: str) -> None:
 # -- the writers' shape against the real samples --------------------------------------------------
 
 
-def _real(rel: str) -> Path:
-    root = real_root()
-    if root is None:
-        pytest.skip("TRACEKIT_REAL_TRACES not set")
-    path = root / "ascend" / rel
-    if not path.exists():
-        pytest.skip(f"{path} missing")
-    return path
-
-
 def _header(path: Path) -> list[str]:
     with path.open(newline="") as fh:
         return next(csv.reader(fh))
@@ -347,7 +337,7 @@ def _shape(path: Path) -> dict[str, set[str]]:
 
 @pytest.mark.parametrize("level", ["level0", "level1"])
 def test_torch_npu_writer_shape_equals_real(tmp_path: Path, level: str) -> None:
-    real = _real(f"{TORCH}/{level}/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT")
+    real = real_file("ascend", f"{TORCH}/{level}/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT")
     events = build_ascend_scenario(steps=1, layers=2, unfused_collective=True).events
     mine = _out(write_torch_npu(events, tmp_path, level=level.capitalize()))
     real_header, my_header = (
@@ -370,14 +360,15 @@ def test_torch_npu_writer_shape_equals_real(tmp_path: Path, level: str) -> None:
 
 
 def test_prof_writer_shape_equals_real(tmp_path: Path) -> None:
-    real = _real(
-        "vllm_ascend_tmp_msprof_groupedmatmul_910B/PROF_000001_20260823165413436_00626258NIRJNPIC"
+    real = real_file(
+        "ascend",
+        "vllm_ascend_tmp_msprof_groupedmatmul_910B/PROF_000001_20260823165413436_00626258NIRJNPIC",
     )
     events = build_ascend_scenario(steps=1, layers=1).events
     mine = write_prof(events, tmp_path) / "mindstudio_profiler_output"
     for stem in ("task_time", "op_statistic", "api_statistic"):
-        real_file = next(iter((real / "mindstudio_profiler_output").glob(f"{stem}_*.csv")))
-        assert _header(next(iter(mine.glob(f"{stem}_*.csv")))) == _header(real_file)
+        real_csv = next(iter((real / "mindstudio_profiler_output").glob(f"{stem}_*.csv")))
+        assert _header(next(iter(mine.glob(f"{stem}_*.csv")))) == _header(real_csv)
     real_summary = _header(next(iter((real / "mindstudio_profiler_output").glob("op_summary_*"))))
     my_summary = _header(next(iter(mine.glob("op_summary_*.csv"))))
     context = real_summary.index("Context ID") + 1
@@ -389,7 +380,9 @@ def test_prof_writer_shape_equals_real(tmp_path: Path) -> None:
 
 
 def test_legacy_writer_shape_equals_real(tmp_path: Path) -> None:
-    real = _real("mindinsight_msprof_PROF_2dev/PROF_000001_20230818142704322_COJGGGCANRMICFBC")
+    real = real_file(
+        "ascend", "mindinsight_msprof_PROF_2dev/PROF_000001_20230818142704322_COJGGGCANRMICFBC"
+    )
     events = build_ascend_scenario(steps=1, layers=1, unfused_collective=True).events
     prof = write_prof(events, tmp_path, layout="legacy")
     real_dev, my_dev = real / "device_0", prof / "device_0"

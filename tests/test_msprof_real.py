@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 import tracekit
-from tests.conftest import real_root, run_cli, sha256, sql_rows
+from tests.conftest import real_file, run_cli, sha256, sql_rows
 from tracekit.errors import TraceError
 from tracekit.timeline import Timeline
 
@@ -65,16 +65,6 @@ REFUSED = {
 }
 
 
-def _asc(rel: str) -> Path:
-    root = real_root()
-    if root is None:
-        pytest.skip("TRACEKIT_REAL_TRACES not set")
-    path = root / "ascend" / rel
-    if not path.exists():
-        pytest.skip(f"{path} missing")
-    return path
-
-
 def _df(timeline: Timeline) -> pl.DataFrame:
     return timeline.df.with_columns(pl.col(pl.Categorical).cast(pl.String))
 
@@ -100,7 +90,7 @@ def _us_ns(text: str) -> int:
 
 @pytest.mark.parametrize("rel", SAMPLES)
 def test_every_sample_loads_and_is_left_unchanged(rel: str) -> None:
-    path = _asc(rel)
+    path = real_file("ascend", rel)
     before = {p: sha256(p) for p in _files(path)}
     timeline = tracekit.load(path)
     assert timeline.validate() == []
@@ -114,7 +104,7 @@ def test_every_sample_loads_and_is_left_unchanged(rel: str) -> None:
 
 @pytest.mark.parametrize("rel", sorted(REFUSED))
 def test_refused_inputs_say_why_in_one_line(rel: str) -> None:
-    path = _asc(rel)
+    path = real_file("ascend", rel)
     with pytest.raises(TraceError) as info:
         tracekit.load(path)
     assert REFUSED[rel] in str(info.value)
@@ -169,7 +159,7 @@ def _trace(path: Path) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("level", "rank"), LEVELS)
 def test_torch_npu_text_counts(level: str, rank: int) -> None:
-    root = _asc(f"{TORCH}/text/{level}/rank{rank}_ascend_pt")
+    root = real_file("ascend", f"{TORCH}/text/{level}/rank{rank}_ascend_pt")
     out = root / "ASCEND_PROFILER_OUTPUT"
     ref = _trace(out / "trace_view.json")
     kd = _csv(out / "kernel_details.csv")
@@ -198,7 +188,7 @@ def test_torch_npu_text_counts(level: str, rank: int) -> None:
 
 @pytest.mark.parametrize(("level", "rank"), LEVELS)
 def test_torch_npu_text_steps_and_overlap(level: str, rank: int) -> None:
-    out = _asc(f"{TORCH}/text/{level}/rank{rank}_ascend_pt/ASCEND_PROFILER_OUTPUT")
+    out = real_file("ascend", f"{TORCH}/text/{level}/rank{rank}_ascend_pt/ASCEND_PROFILER_OUTPUT")
     timeline = tracekit.load(out.parent)
     steps = _csv(out / "step_trace_time.csv")
     kd = _csv(out / "kernel_details.csv")
@@ -214,7 +204,7 @@ def test_torch_npu_text_steps_and_overlap(level: str, rank: int) -> None:
 
 @pytest.mark.parametrize(("level", "rank"), [x for x in LEVELS if x[0] != "level0"])
 def test_torch_npu_text_op_statistic_and_communication(level: str, rank: int) -> None:
-    out = _asc(f"{TORCH}/text/{level}/rank{rank}_ascend_pt/ASCEND_PROFILER_OUTPUT")
+    out = real_file("ascend", f"{TORCH}/text/{level}/rank{rank}_ascend_pt/ASCEND_PROFILER_OUTPUT")
     df = _df(tracekit.load(out.parent))
     kernels = df.filter(pl.col("kind") == "kernel").with_columns(
         op_type=_arg(df.filter(pl.col("kind") == "kernel"), "op_type"),
@@ -245,7 +235,7 @@ def test_torch_npu_text_op_statistic_and_communication(level: str, rank: int) ->
 
 
 def test_torch_npu_text_quirks() -> None:
-    out = _asc(f"{TORCH}/text/level1/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT")
+    out = real_file("ascend", f"{TORCH}/text/level1/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT")
     timeline = tracekit.load(out.parent)
     df = _df(timeline)
     kd = _csv(out / "kernel_details.csv")
@@ -269,7 +259,7 @@ def test_torch_npu_text_quirks() -> None:
 
 
 def test_torch_npu_level0_without_cann_process_name() -> None:
-    out = _asc(f"{TORCH}/text/level0/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT")
+    out = real_file("ascend", f"{TORCH}/text/level0/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT")
     ref = _trace(out / "trace_view.json")
     assert "CANN" not in ref["procs"].values()
     timeline = tracekit.load(out.parent)
@@ -292,9 +282,10 @@ _PARENTS = (
 
 @pytest.mark.parametrize(("level", "rank"), LEVELS)
 def test_torch_npu_db_counts(level: str, rank: int) -> None:
-    db = _asc(
+    db = real_file(
+        "ascend",
         f"{TORCH}/db/{level}/rank{rank}_ascend_pt/ASCEND_PROFILER_OUTPUT/"
-        f"ascend_pytorch_profiler_{rank}.db"
+        f"ascend_pytorch_profiler_{rank}.db",
     )
     timeline = tracekit.load(db.parent.parent)
     df = _df(timeline)
@@ -321,8 +312,9 @@ def test_torch_npu_db_counts(level: str, rank: int) -> None:
 
 
 def test_torch_npu_db_pytorch_api_text_times() -> None:
-    db = _asc(
-        f"{TORCH}/db/level2/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_0.db"
+    db = real_file(
+        "ascend",
+        f"{TORCH}/db/level2/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_0.db",
     )
     ((start, end),) = sql_rows(
         db,
@@ -341,8 +333,9 @@ def test_torch_npu_db_pytorch_api_text_times() -> None:
 
 
 def test_torch_npu_db_plane_tasks() -> None:
-    db = _asc(
-        f"{TORCH}/db/level1/rank1_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_1.db"
+    db = real_file(
+        "ascend",
+        f"{TORCH}/db/level1/rank1_ascend_pt/ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_1.db",
     )
     df = _df(tracekit.load(db))
     rows = sql_rows(
@@ -368,8 +361,8 @@ def _normal(name: str) -> str:
 
 @pytest.mark.parametrize(("level", "rank"), LEVELS)
 def test_text_and_db_exports_give_the_same_device_rows(level: str, rank: int) -> None:
-    text = _df(tracekit.load(_asc(f"{TORCH}/text/{level}/rank{rank}_ascend_pt")))
-    db = _df(tracekit.load(_asc(f"{TORCH}/db/{level}/rank{rank}_ascend_pt")))
+    text = _df(tracekit.load(real_file("ascend", f"{TORCH}/text/{level}/rank{rank}_ascend_pt")))
+    db = _df(tracekit.load(real_file("ascend", f"{TORCH}/db/{level}/rank{rank}_ascend_pt")))
     keys = ["kind", "name", "stream"] + ([] if level == "level0" else ["engine"])
 
     def rows(df: pl.DataFrame) -> Counter:
@@ -381,7 +374,7 @@ def test_text_and_db_exports_give_the_same_device_rows(level: str, rank: int) ->
 
 
 def test_rank_folder_reads_as_one_timeline() -> None:
-    folder = _asc(f"{TORCH}/text/level1")
+    folder = real_file("ascend", f"{TORCH}/text/level1")
     timeline = tracekit.load(folder)
     df = _df(timeline)
     assert timeline.meta["ranks"] == [0, 1]
@@ -396,7 +389,7 @@ def test_rank_folder_reads_as_one_timeline() -> None:
 
 @pytest.mark.parametrize("sample", sorted(NEW_PROF))
 def test_msprof_prof_csv_counts(sample: str) -> None:
-    prof = _asc(f"{sample}/{NEW_PROF[sample]}")
+    prof = real_file("ascend", f"{sample}/{NEW_PROF[sample]}")
     out = prof / "mindstudio_profiler_output"
     task_time = _csv(next(out.glob("task_time_*.csv")))
     summary = _csv(next(out.glob("op_summary_*.csv")))
@@ -429,8 +422,9 @@ def test_msprof_prof_csv_counts(sample: str) -> None:
 
 
 def test_msprof_block_num_and_chip() -> None:
-    prof = _asc(
-        f"vllm_ascend_tmp_msprof_groupedmatmul_910B/{NEW_PROF['vllm_ascend_tmp_msprof_groupedmatmul_910B']}"
+    prof = real_file(
+        "ascend",
+        f"vllm_ascend_tmp_msprof_groupedmatmul_910B/{NEW_PROF['vllm_ascend_tmp_msprof_groupedmatmul_910B']}",
     )
     timeline = tracekit.load(prof)
     assert timeline.meta["devices"][0]["name"] == "Ascend910B"  # platform_version "5"
@@ -441,7 +435,7 @@ def test_msprof_block_num_and_chip() -> None:
 
 
 def test_msprof_legacy_per_device_timelines() -> None:
-    prof = _asc(PROF_2DEV)
+    prof = real_file("ascend", PROF_2DEV)
     device = prof / "device_0"
     timeline = tracekit.load(prof.parent)
     df = _df(timeline)
@@ -501,8 +495,9 @@ def test_msprof_legacy_per_device_timelines() -> None:
 
 
 def test_kernel_details_alone() -> None:
-    path = _asc(
-        "msprof_analyze_advisor_testdata/test/ut/advisor/advisor_backend/compute_advice/kernel_details.csv"
+    path = real_file(
+        "ascend",
+        "msprof_analyze_advisor_testdata/test/ut/advisor/advisor_backend/compute_advice/kernel_details.csv",
     )
     rows = _csv(path)
     df = _df(tracekit.load(path))
@@ -516,12 +511,14 @@ def test_kernel_details_alone() -> None:
 
 
 def test_insight_rank_and_op_summary_header() -> None:
-    rank0 = _asc("msinsight_server_testdata/test_rank_0")
+    rank0 = real_file("ascend", "msinsight_server_testdata/test_rank_0")
     kd = _csv(rank0 / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv")
     df = _df(tracekit.load(rank0))
     assert df.height == len(kd)
     summary = _df(
-        tracekit.load(_asc("msinsight_server_testdata/test_kernel_parse/op_summary_1.csv"))
+        tracekit.load(
+            real_file("ascend", "msinsight_server_testdata/test_kernel_parse/op_summary_1.csv")
+        )
     )
     assert summary.select("ts", "dur", "kind", "name").equals(
         df.select("ts", "dur", "kind", "name")
@@ -529,7 +526,7 @@ def test_insight_rank_and_op_summary_header() -> None:
 
 
 def test_msprof_db_fixture_of_insight() -> None:
-    db = _asc("msinsight_server_testdata/full_db/msprof_0.db")
+    db = real_file("ascend", "msinsight_server_testdata/full_db/msprof_0.db")
     timeline = tracekit.load(db)
     df = _df(timeline)
     one = lambda sql: sql_rows(db, sql)[0][0]  # noqa: E731
