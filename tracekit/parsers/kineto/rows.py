@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracekit.parsers.assemble import Part
+from tracekit.parsers.columns import floats, take, texts
 from tracekit.parsers.kineto.decode import to_ns
 from tracekit.parsers.names import NamePool
 
@@ -87,27 +88,6 @@ def _as_int(value: Any) -> int | None:
     return None
 
 
-def _floats(values: list[Any]) -> pa.Array:
-    try:
-        return pa.array(values, pa.float64())
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return pa.array([_as_float(v) for v in values], pa.float64())
-
-
-def _as_float(value: Any) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _texts(values: list[Any]) -> pa.Array:
-    try:
-        return pa.array(values, pa.string())
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return pa.array([v if isinstance(v, str) or v is None else str(v) for v in values])
-
-
 _LIST_OR_NONE = {list, type(None)}
 _JSON_LIST_OR_NULL = re.compile(rb"\[[^\[\]]*\]|null")
 
@@ -125,13 +105,6 @@ def _json_texts(values: list[Any]) -> pa.Array:
         text = msgspec.json.encode(value).decode()
         out.append(None if text == "null" else text)
     return pa.array(out, pa.string())
-
-
-def _take(items: list[Any], idx: np.ndarray) -> list[Any]:
-    """``items`` at positions ``idx``, gathered in C."""
-    if len(idx) == 1:
-        return [items[int(idx[0])]]
-    return list(itemgetter(*idx.tolist())(items)) if len(idx) else []
 
 
 def _without_sentinels(values: pa.Array) -> pa.Array:
@@ -257,7 +230,7 @@ class EventColumns:
 
     def _part(self, idx: np.ndarray, kind: str, engine: str | None, on_device: bool,
               legacy: bool, pool: NamePool) -> Part | None:  # fmt: skip
-        events = _take(self.events, idx)
+        events = take(self.events, idx)
         ts, ok = self.ts[idx], self.ts_ok[idx]
         if not ok.all():
             self.repairs[(NO_TS, kind)] += int((~ok).sum())
@@ -294,7 +267,7 @@ class EventColumns:
         try:
             name_array = pa.array(names, pa.string())
         except (pa.ArrowInvalid, pa.ArrowTypeError):
-            name_array = _texts(names)
+            name_array = texts(names)
         name = pool.from_strings(name_array)
         return Part(kind, pa.array(ts), pa.array(self._durations(events, kind)), name, engine,
                     columns)  # fmt: skip
@@ -312,9 +285,9 @@ class EventColumns:
             if key in _RAW_KEYS:
                 array = _json_texts(values)
             elif key in _TEXT_KEYS:
-                array = _texts(values)
+                array = texts(values)
             elif key in _FLOAT_KEYS:
-                array = _floats(values)
+                array = floats(values)
             else:
                 array = _ints(values)
             if array.null_count < n:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracekit.errors import TraceError
+from tracekit.parsers.columns import take
 from tracekit.parsers.msprof.times import json_us_ns
 
 F = msgspec.field
@@ -101,13 +101,6 @@ def decode_bytes(path: Path, data: bytes | bytearray) -> list[Event]:
     raise TraceError(f"{path}: not a JSON trace (does not start with '[' or '{{')")
 
 
-def take(items: list[Any], idx: np.ndarray) -> list[Any]:
-    """``items`` at positions ``idx``, gathered in C."""
-    if len(idx) == 1:
-        return [items[int(idx[0])]]
-    return list(itemgetter(*idx.tolist())(items)) if len(idx) else []
-
-
 def distinct(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
     """(code per value, the distinct values): integers and text are encoded by Arrow, other
     values (mixed types, floats, booleans) by a dict, keeping Python's equality."""
@@ -155,26 +148,6 @@ def ints(values: list[Any]) -> pa.Array:
         return pa.array(values, pa.int64())
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         return pa.array([as_int(v) for v in values], pa.int64())
-
-
-def floats(values: list[Any]) -> pa.Array:
-    try:
-        return pa.array(values, pa.float64())
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        out = []
-        for v in values:
-            try:
-                out.append(None if v is None else float(v))
-            except (TypeError, ValueError):
-                out.append(None)
-        return pa.array(out, pa.float64())
-
-
-def texts(values: Any) -> pa.Array:
-    try:
-        return pa.array(values, pa.string())
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return pa.array([None if v is None else str(v) for v in values], pa.string())
 
 
 class Reader:

@@ -23,8 +23,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tracekit.parsers.columns import take, texts
 from tracekit.parsers.kineto.decode import read_bytes
-from tracekit.parsers.msprof.trace_decode import decode_bytes, distinct, mask, take, texts, where
+from tracekit.parsers.msprof.trace_decode import decode_bytes, distinct, mask, where
 from tracekit.parsers.msprof.trace_layers import (
     CANN,
     HARDWARE,

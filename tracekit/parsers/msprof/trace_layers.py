@@ -18,18 +18,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tracekit.parsers.columns import floats, take, texts
 from tracekit.parsers.msprof.times import json_us_ns
-from tracekit.parsers.msprof.trace_decode import (
-    Args,
-    Reader,
-    as_int,
-    floats,
-    frame,
-    ints,
-    take,
-    texts,
-    where,
-)
+from tracekit.parsers.msprof.trace_decode import Args, Reader, as_int, frame, ints, where
 
 HARDWARE, HCCL, CANN, PYTHON, OVERLAP, STEP = "hw", "hccl", "cann", "python", "overlap", "step"
 COMM_THREAD = re.compile(r"Communication|Aicpu", re.IGNORECASE)
