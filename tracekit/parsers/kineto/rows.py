@@ -47,6 +47,9 @@ CATEGORIES: dict[str, tuple[str, str | None, bool]] = {
 LEGACY_CATEGORIES = ("Kernel", "Runtime", "Operator", "Memcpy", "Memset")
 INSTANT_PHASES = ("i", "I", "R")
 _INSTANT, _SKIP = "\0instant", "\0skip"  # group keys no category can collide with
+_INSTANT_SET = pa.array(INSTANT_PHASES)
+_TS, _DUR, _PH, _CAT, _NAME = (attrgetter(k) for k in ("ts", "dur", "ph", "cat", "name"))
+_PID, _TID, _ARGS = (attrgetter(k) for k in ("pid", "tid", "args"))
 NONE_STREAMS = (-1, 4294967295)
 _NCCL = ("collective", "in_nelems", "out_nelems", "group_size", "dtype", "pg_name", "pg_desc",
          "pg_ranks")  # fmt: skip
@@ -177,18 +180,17 @@ class EventColumns:
         self.repairs: Counter[tuple[str, str]] = Counter()  # (message, kind) -> events
         self.unknown: Counter[str] = Counter()  # unknown category -> events
         # All timestamps at once, while the JSON text (for coarse floats) is still at hand.
-        self.ts, self.ts_ok = to_ns([e.ts for e in events], raw=raw_ts)
+        self.ts, self.ts_ok = to_ns(list(map(_TS, events)), raw=raw_ts)
         present = next((e.args for e in events if e.args is not None), None)
         self._empty_args = type(present)() if present is not None else None
 
     def _groups(self) -> dict[str, np.ndarray]:
         """Event indices per group: the category of complete events, "instant" for instant
         events, "skip" for everything else (flows, counters, metadata)."""
-        instant = dict.fromkeys(INSTANT_PHASES, _INSTANT)
-        keys = pa.array(
-            [e.cat if e.ph == "X" else instant.get(e.ph, _SKIP) for e in self.events], pa.string()
-        )
-        encoded = pc.dictionary_encode(keys)
+        phases = pa.array(list(map(_PH, self.events)), pa.string())
+        cats = texts(list(map(_CAT, self.events)))
+        others = pc.if_else(pc.is_in(phases, _INSTANT_SET), _INSTANT, _SKIP)
+        encoded = pc.dictionary_encode(pc.if_else(pc.equal(phases, "X"), cats, others))
         codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
         order = np.argsort(codes, kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(-1, len(encoded.dictionary) + 1))
@@ -223,7 +225,7 @@ class EventColumns:
     def _durations(self, events: list[Any], kind: str) -> np.ndarray:
         if kind == "marker":
             return np.zeros(len(events), dtype=np.int64)
-        dur, ok = to_ns([e.dur for e in events])
+        dur, ok = to_ns(list(map(_DUR, events)))
         self.repairs[(NO_DUR, kind)] += int((~ok).sum())
         self.repairs[(NEGATIVE_DUR, kind)] += int((ok & (dur < 0)).sum())
         return np.where(ok & (dur > 0), dur, 0)
@@ -240,7 +242,9 @@ class EventColumns:
             return None
         n = len(events)
         empty = self._empty_args
-        args = [e.args or empty for e in events]
+        args = list(map(_ARGS, events))
+        if None in args:
+            args = [a or empty for a in args]
 
         def get(name: str) -> list[Any]:
             return [None] * n if empty is None else list(map(attrgetter(name), args))
@@ -251,19 +255,19 @@ class EventColumns:
         if on_device:
             device = _ints(get("device"))
             if device.null_count:
-                device = pc.coalesce(device, _ints([e.pid for e in events]))
+                device = pc.coalesce(device, _ints(list(map(_PID, events))))
             stream = _ints(get("stream"))
             if stream.null_count:
-                stream = pc.coalesce(stream, _ints([e.tid for e in events]))
+                stream = pc.coalesce(stream, _ints(list(map(_TID, events))))
             columns["device"] = device
             columns["stream"] = _without_sentinels(stream)
         else:
             columns["device"] = -1
-            columns["pid"] = _ints([e.pid for e in events])
-            columns["tid"] = _ints([e.tid for e in events])
+            columns["pid"] = _ints(list(map(_PID, events)))
+            columns["tid"] = _ints(list(map(_TID, events)))
         if kind in ARGS_BY_KIND:
             columns["args"] = self._args(kind, get, legacy, n)
-        names = [e.name for e in events]
+        names = list(map(_NAME, events))
         try:
             name_array = pa.array(names, pa.string())
         except (pa.ArrowInvalid, pa.ArrowTypeError):
