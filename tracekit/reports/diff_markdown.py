@@ -84,6 +84,6 @@ def render_diff_markdown(data: dict[str, Any], top: int = 10) -> str:
         *(findings or ["No finding appeared or disappeared."]),
         "",
         f"<sub>base: {dt.sources(data['base'], md_text)} · head: "
-        f"{dt.sources(data['head'], md_text)}. {md_text(dt.method_note(data))}</sub>",
+        f"{dt.sources(data['head'], md_text)}<br>{md_text(dt.method_note(data))}</sub>",
     ]
     return "\n".join(lines) + "\n"
