@@ -242,3 +242,14 @@ def test_exit_code_one_from_the_shell(clean: tuple[Scenario, Path], tmp_path: Pa
     head = _write(build_scenario(**SHAPE, gemm_scale=1.1), tmp_path)
     done = run_cli("diff", str(clean[1]), str(head), "--format", "md")
     assert done.returncode == 1 and done.stdout.startswith("### tracekit diff\n\n🔴 **Regression**")
+
+
+def test_steps_found_differently_are_flagged(clean: tuple[Scenario, Path], tmp_path: Path) -> None:
+    unmarked = clean[0].events.filter(pl.col("kind") != "range")  # no decode_step ranges
+    head = write_nsys_sqlite(unmarked, tmp_path / "unmarked.sqlite")
+    _, data = _diff(str(clean[1]), str(head))
+    assert data["base"]["runs"][0]["steps_by"] == "marker"
+    assert data["head"]["runs"][0]["steps_by"] != "marker"
+    assert len(data["warnings"]) == 1 and "steps were found differently" in data["warnings"][0]
+    md = CliRunner().invoke(app, ["diff", str(clean[1]), str(head), "--format", "md"]).stdout
+    assert "⚠️ steps were found differently (base: marker; head: " in md

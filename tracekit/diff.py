@@ -126,6 +126,7 @@ class Diff:
     kernels: list[Change]  # largest absolute delta first
     metrics: list[Change]
     findings: list[FindingChange]
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def gates(self) -> list[Change]:
@@ -167,6 +168,7 @@ class Diff:
             "kernels": [c.to_dict() for c in self.kernels],
             "metrics": [c.to_dict() for c in self.metrics],
             "findings": [f.to_dict() for f in self.findings],
+            "warnings": self.warnings,
         }
 
 
@@ -263,9 +265,28 @@ def _by_size(change: Change) -> tuple[float, str]:
 
 def _side(runs: list[RunSamples]) -> list[dict[str, Any]]:
     return [
-        {"source": r.source, "format": r.format, "devices": r.devices, "steps": r.steps.height}
+        {"source": r.source, "format": r.format, "steps_by": r.method, "devices": r.devices,
+         "steps": r.steps.height}
         for r in runs
-    ]
+    ]  # fmt: skip
+
+
+def _warnings(base: list[RunSamples], head: list[RunSamples]) -> list[str]:
+    """What makes the comparison less trustworthy than its intervals say."""
+    out = []
+    methods = [sorted({r.method for r in side}) for side in (base, head)]
+    if methods[0] != methods[1]:
+        out.append(
+            f"steps were found differently (base: {', '.join(methods[0])}; head: "
+            f"{', '.join(methods[1])}): step times may not compare; pass --step-marker"
+        )
+    devices = [sorted({r.devices for r in side}) for side in (base, head)]
+    if devices[0] != devices[1]:
+        out.append(
+            f"different device counts (base: {devices[0]}; head: {devices[1]}): times are per "
+            "device, a step lasts as long as its slowest device"
+        )
+    return out
 
 
 def compare(
@@ -334,4 +355,5 @@ def compare(
         _side(data.head_runs), step,
         (float(np.percentile(step_b, 90)), float(np.percentile(step_h, 90))),
         (len(step_b), len(step_h)), categories, kernels, metrics, _findings(base, head),
+        _warnings(data.base_runs, data.head_runs),
     )  # fmt: skip

@@ -39,6 +39,7 @@ class RunSamples:
 
     source: str
     format: str
+    method: str  # how the steps were found (marker, graph, gaps, ...)
     devices: int
     steps: pl.DataFrame
     kernels: pl.DataFrame
@@ -100,7 +101,8 @@ def run_samples(analysis: Analysis) -> RunSamples:
     )
     meta = analysis.timeline.meta
     source = str(meta.get("source") or "?")
-    return RunSamples(source, str(meta.get("format") or "?"), devices, steps, kernels)
+    fmt, method = str(meta.get("format") or "?"), analysis.steps.method
+    return RunSamples(source, fmt, method, devices, steps, kernels)
 
 
 def _catalogue(runs: list[RunSamples]) -> pl.DataFrame:

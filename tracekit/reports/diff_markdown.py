@@ -65,6 +65,8 @@ def render_diff_markdown(data: dict[str, Any], top: int = 10) -> str:
         + (f"; {causes}" if causes else ""),
         "",
         *([summary, ""] if summary else []),
+        *(f"⚠️ {md_text(w)}  " for w in data["warnings"]),
+        *([""] if data["warnings"] else []),
         f"**Decode step** {dt.step_line(data)}",
         "",
         "#### Top movers",

@@ -54,6 +54,7 @@ def render_diff(data: dict[str, Any], top: int = 10, width: int = 120) -> Group:
     for line in (dt.causes(data, printable), dt.findings_summary(data, printable)):
         if line:
             parts.append(Text(line))
+    parts += [Text(f"warning: {printable(w)}", style="yellow") for w in data["warnings"]]
     parts += [Text(), Text(f"decode step: {dt.step_line(data)}")]
     rows = []
     for change, cells in dt.mover_rows(data, top):

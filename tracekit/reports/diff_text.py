@@ -224,7 +224,8 @@ def sources(side: dict[str, Any], name: Escape) -> str:
     """The runs of one side: the first trace, its format and steps, and how many runs."""
     runs = side["runs"]
     first = runs[0]
-    text = f"{name(first['source'])} ({name(first['format'])}, {_count(first['steps'], 'step')})"
+    steps = f"{_count(first['steps'], 'step')} by {first['steps_by']}"
+    text = f"{name(first['source'])} ({name(first['format'])}, {steps})"
     if len(runs) == 1:
         return text
     return f"{len(runs)} runs, {_count(side['steps'], 'step')}: {text}, …"
