@@ -37,6 +37,7 @@ from tracekit.diff_samples import (
     RULE_METRICS,
     STEP_COLUMNS,
     RunSamples,
+    Samples,
     samples,
 )
 from tracekit.errors import TraceError
@@ -289,6 +290,40 @@ def _warnings(base: list[RunSamples], head: list[RunSamples]) -> list[str]:
     return out
 
 
+def _metric_changes(est: list[Estimate]) -> list[Change]:
+    """The rule metrics (mean per step) that either side has."""
+    out = []
+    for column, (label, better) in RULE_METRICS.items():
+        e = est[STEP_COLUMNS.index(column)]
+        if e.base is not None or e.head is not None:
+            detail = {"higher_is_better": better > 0}
+            out.append(Change("metric", column, e, _metric_status(e, better), label, detail))
+    return out
+
+
+def _kernel_changes(
+    data: Samples, est: list[Estimate], threshold: float, floor: float
+) -> list[Change]:
+    """One change per matched kernel (time per step; launches per step in ``detail``),
+    largest absolute delta first."""
+    out = []
+    first, n_k = len(STEP_COLUMNS), len(data.kernels)
+    labels = distinct_short_names([k.key for k in data.kernels])
+    for i, (info, label) in enumerate(zip(data.kernels, labels)):
+        e, n = est[first + i], est[first + n_k + i]
+        presence = (
+            "renamed" if info.head_key else "both" if info.in_base and info.in_head
+            else "appeared" if info.in_head else "disappeared"
+        )  # fmt: skip
+        detail = {
+            "category": info.category, "fallback": info.fallback, "presence": presence,
+            "head_name": info.head_key, "count_base": n.base, "count_head": n.head,
+        }  # fmt: skip
+        status = judge(e, threshold, abs(e.delta or 0) >= floor)
+        out.append(Change("kernel", info.key, e, status, label, detail))
+    return sorted(out, key=_by_size)
+
+
 def compare(
     base: list[Analysis],
     head: list[Analysis],
@@ -307,7 +342,6 @@ def compare(
     boot_b, med_b = _boot(data.base, data.base_lengths, SEED)
     boot_h, med_h = _boot(data.head, data.head_lengths, SEED + 1)
     mean_b, mean_h = _nan_mean(data.base), _nan_mean(data.head)
-    est = _estimates(mean_b, mean_h, boot_b, boot_h, confidence)
     # The gates (step median + each category present) share one error rate: Bonferroni.
     cats = [STEP_COLUMNS.index(c) for c in CATEGORY_COLUMNS]
     present = [i for i in cats if mean_b[i] or mean_h[i]]
@@ -320,40 +354,19 @@ def compare(
     )[0]  # fmt: skip
     step = Change("step", "decode step", median, judge(median, threshold), "step time (median)")
     floor = min_impact * float(np.median(step_b))
-    categories = []
-    for name, i in zip(CATEGORIES, cats):
-        e = gate_est[i]
-        if i in present:
-            material = abs(e.delta or 0) >= floor
-            categories.append(Change("category", name, e, judge(e, threshold, material), name))
-    metrics = []
-    for column, (label, better) in RULE_METRICS.items():
-        e = est[STEP_COLUMNS.index(column)]
-        if e.base is not None or e.head is not None:
-            detail = {"higher_is_better": better > 0}
-            metrics.append(Change("metric", column, e, _metric_status(e, better), label, detail))
-    kernels = []
-    first = len(STEP_COLUMNS)
-    labels = distinct_short_names([k.key for k in data.kernels])
-    n_k = len(data.kernels)
-    for i, (info, label) in enumerate(zip(data.kernels, labels)):
-        e, n = est[first + i], est[first + n_k + i]
-        presence = (
-            "renamed" if info.head_key else "both" if info.in_base and info.in_head
-            else "appeared" if info.in_head else "disappeared"
-        )  # fmt: skip
-        detail = {
-            "category": info.category, "fallback": info.fallback, "presence": presence,
-            "head_name": info.head_key, "count_base": n.base, "count_head": n.head,
-        }  # fmt: skip
-        status = judge(e, threshold, abs(e.delta or 0) >= floor)
-        kernels.append(Change("kernel", info.key, e, status, label, detail))
-    categories.sort(key=_by_size)
-    kernels.sort(key=_by_size)
+    categories = sorted(
+        (
+            Change("category", name, gate_est[i],
+                   judge(gate_est[i], threshold, abs(gate_est[i].delta or 0) >= floor), name)
+            for name, i in zip(CATEGORIES, cats) if i in present
+        ),
+        key=_by_size,
+    )  # fmt: skip
+    est = _estimates(mean_b, mean_h, boot_b, boot_h, confidence)
     return Diff(
         threshold, min_impact, confidence, gate_conf, REPLICATES, _side(data.base_runs),
         _side(data.head_runs), step,
         (float(np.percentile(step_b, 90)), float(np.percentile(step_h, 90))),
-        (len(step_b), len(step_h)), categories, kernels, metrics, _findings(base, head),
-        _warnings(data.base_runs, data.head_runs),
+        (len(step_b), len(step_h)), categories, _kernel_changes(data, est, threshold, floor),
+        _metric_changes(est), _findings(base, head), _warnings(data.base_runs, data.head_runs),
     )  # fmt: skip
