@@ -13,6 +13,7 @@ from fixtures.scenario import (
     COMM_STREAM,
     COMPUTE_STREAM,
     EVENT_SCHEMA,
+    GEMM_ROLES,
     KERNELS,
     STREAMS,
     build_scenario,
@@ -212,6 +213,33 @@ def test_bad_knobs_are_refused() -> None:
         build_scenario(steps=0)
     with pytest.raises(ValueError):
         build_scenario(idle_bubble_ns=-1)
+    for knobs in ({"gemm_scale": 0}, {"jitter": 1.0}, {"jitter": -0.1}):
+        with pytest.raises(ValueError):
+            build_scenario(**knobs)
+
+
+def _durations(**knobs: float) -> dict[str, list[int]]:
+    """Device durations per role, in launch order."""
+    out: dict[str, list[int]] = {}
+    for start, end, _, _, role, _ in build_scenario(steps=2, layers=2, **knobs).truth["work"]:
+        out.setdefault(role, []).append(end - start)
+    return out
+
+
+def test_gemm_scale_stretches_the_dense_gemms_only() -> None:
+    plain, slow = _durations(), _durations(gemm_scale=1.1)
+    assert set(plain) == set(slow) and set(GEMM_ROLES) <= set(plain)
+    for role, durations in plain.items():
+        want = [round(d * 1.1) for d in durations] if role in GEMM_ROLES else durations
+        assert slow[role] == want, role
+
+
+def test_jitter_scales_rows_by_a_run_and_a_row_factor() -> None:
+    plain, noisy = _durations(), _durations(jitter=0.03)
+    ratios = [n / p for role in plain for p, n in zip(plain[role], noisy[role])]
+    assert all(0.97**2 - 1e-3 <= r <= 1.03**2 + 1e-3 for r in ratios)
+    assert len({round(r, 4) for r in ratios}) > len(ratios) // 2  # a fresh factor per row
+    assert _durations(jitter=0.03) == noisy  # deterministic for a seed
 
 
 # -- the nsys SQLite writer -------------------------------------------------------------------

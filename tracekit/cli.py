@@ -1,4 +1,4 @@
-"""The `tracekit` command line (typer): info, summary, analyze, rules, convert, demo."""
+"""The `tracekit` command line (typer): info, summary, analyze, rules, convert, demo, diff."""
 
 from __future__ import annotations
 
@@ -292,3 +292,71 @@ def formats() -> None:
 
     for parser in registry():
         typer.echo(f"{parser.name:18} {parser.description}")
+
+
+def _share(text: str, option: str) -> float:
+    """``5%`` or ``0.05`` -> 0.05 (a fraction in (0, 1))."""
+    value = text.strip()
+    try:
+        share = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        share = -1.0
+    if not 0 < share < 1:
+        raise TraceError(f"{option} {text!r}: give a percentage (5%) or a fraction below 1 (0.05)")
+    return share
+
+
+SideArg = Annotated[
+    str, typer.Argument(help="A trace, a folder of runs (or one trace), or a quoted glob of runs.")
+]
+
+
+@app.command(name="diff")
+@one_line_errors
+def diff_command(
+    base: SideArg,
+    head: SideArg,
+    threshold: Annotated[
+        str, typer.Option(help="Smallest change that fails the gate: 5% or 0.05.")
+    ] = "5%",
+    min_impact: Annotated[
+        str, typer.Option(help="A category gates only when its change is this share of a step.")
+    ] = "1%",
+    output: OutputOpt = "term",
+    top: Annotated[int, typer.Option(min=1, help="How many categories and kernels to list.")] = 10,
+    rules: RulesOpt = None,
+    step_marker: MarkerOpt = None,
+    patterns: PatternsOpt = None,
+    option: OptionOpt = None,
+) -> None:
+    """Compare a baseline with a candidate: exit 0 when no regression beyond the threshold is
+    significant, 1 when one is, 2 on an error."""
+    from tracekit.analysis import analyze as analyze_timeline
+    from tracekit.diff import compare
+    from tracekit.runs import find_runs
+
+    if output not in ("term", "md", "json"):
+        raise TraceError(f"--format {output!r}: choose term, md or json")
+    limits = _share(threshold, "--threshold"), _share(min_impact, "--min-impact")
+    ids = None if rules is None else [r.strip() for r in rules.split(",") if r.strip()]
+    opts = _rule_options(option)
+    sides = [
+        [
+            analyze_timeline(read_trace(path), ids, opts, step_marker=step_marker,
+                             patterns=patterns)
+            for path in find_runs(spec)
+        ]
+        for spec in (base, head)
+    ]  # fmt: skip
+    data = compare(sides[0], sides[1], *limits).to_dict()
+    if output == "json":
+        _print_json(data)
+    elif output == "md":
+        from tracekit.reports.diff_markdown import render_diff_markdown
+
+        sys.stdout.write(render_diff_markdown(data, top))
+    else:
+        from tracekit.reports.diff_terminal import render_diff
+
+        terminal.print_renderable(render_diff(data, top, Console().width))
+    raise typer.Exit(data["exit_code"])

@@ -7,6 +7,10 @@ import re
 _TEMPLATE_OR_ARGS = re.compile(r"[<(]")
 _WRAPPERS = {"device_kernel", "Kernel", "Kernel2", "kernel"}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_PLAIN = {"unnamed", "anonymous", "namespace", "lambda", "instance", "operator", "const",
+          "int", "unsigned", "char", "long", "short", "float", "double", "bool", "void", "std",
+          "array", "auto", "struct", "class"}  # fmt: skip
 
 
 def printable(value: object) -> str:
@@ -60,3 +64,22 @@ def short_name(name: str | None, width: int = 60) -> str:
     # Keep both ends: generated GEMM names (Cijk_…, nvjet_…) differ in their tails.
     head = (width - 1) // 2
     return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+
+
+def distinct_short_names(names: list[str], width: int = 60) -> list[str]:
+    """:func:`short_name` of each name; where different names shorten to one text, each gets
+    the first identifier of its own that the others lack (``[silu_kernel]``), else a number."""
+    labels = [short_name(name, width).rstrip() for name in names]
+    groups: dict[str, list[int]] = {}
+    for i, label in enumerate(labels):
+        groups.setdefault(label, []).append(i)
+    out = list(labels)
+    for label, members in groups.items():
+        if len(members) == 1:
+            continue
+        tokens = [[t for t in _IDENTIFIER.findall(names[i]) if t not in _PLAIN] for i in members]
+        for n, (i, own) in enumerate(zip(members, tokens), 1):
+            others = set().union(*(set(t) for t in tokens if t is not own))
+            hint = next((t for t in own if t not in others), None)
+            out[i] = f"{label} [{hint}]" if hint else f"{label} #{n}"
+    return out

@@ -222,3 +222,10 @@ def _merge(folder: Path, timelines: list[Timeline]) -> Timeline:
 
 KINETO = Parser("kineto", "PyTorch profiler / Kineto trace (.json, .json.gz, folder of ranks)",
                 sniff, parse)  # fmt: skip
+
+
+def is_rank_folder(folder: Path) -> bool:
+    """Whether a folder of Kineto traces holds one run's ranks: every trace file names a
+    distinct rank (``rank0…``, ``rank-1…``); otherwise its files are separate runs."""
+    hints = [_rank_hint(f) for f in _trace_files(folder)]
+    return None not in hints and len(set(hints)) == len(hints)

@@ -1,0 +1,105 @@
+"""Kernel names as a diff matches them: volatile parts (hashes, addresses, counters, unique
+ids) removed, everything that tells two kernels apart (template arguments, tile shapes,
+data types) kept.
+
+:func:`kernel_key` is the identity two traces are compared on. :func:`kernel_family` is
+coarser (template arguments and trailing numbers dropped too); a diff uses it only to pair
+names that are left over on both sides after matching by key, never to merge kernels that
+both traces have.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# Inductor kernels: triton_{poi,red,per,tem,...}_fused_<ops>_<counter>
+_TRITON_COUNTER = re.compile(r"^(triton_[A-Za-z0-9_]*?[A-Za-z])_\d+$")
+# Ascend HCCL operators: hcom_allReduce__586_0_1 (op id, then segment indices)
+_HCOM_ID = re.compile(r"^(hcom_[A-Za-z0-9]+?)_+\d+(?:_\d+)*$")
+# Ascend graph-engine format conversions: trans_TransData_12
+_GE_TRANS_COUNTER = re.compile(r"^(trans_[A-Za-z0-9]+)_\d+$")
+# MindSpore operator ids: Default/network/Cast-op271, Default/AllReduce-op534_0
+_MINDSPORE_OP_ID = re.compile(r"-op\d+(?:_\d+)*$")
+# XLA fusion counters: loop_add_fusion_3, fusion.12
+_XLA_FUSION_COUNTER = re.compile(r"(fusion)[._]\d+$")
+# A token starts after "_" / "-" (which goes with it) or after any non-alphanumeric character
+_START, _END = r"(?:[_-]|(?<![A-Za-z0-9]))", r"(?![A-Za-z0-9])"
+_HEX_LITERAL = re.compile(_START + r"0x[0-9a-fA-F]+" + _END)
+_UUID = re.compile(_START + r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}" + _END)
+# A lowercase hex token: a hash when long or varied enough to be no word or dtype
+_HEX_TOKEN = re.compile(_START + r"([0-9a-f]{8,})" + _END)
+_SPACES = re.compile(r"\s+")
+_TRAILING_NUMBER = re.compile(r"[_.]?\d+$")
+
+
+def _is_hash(token: str) -> bool:
+    """A lowercase hex token that is an id: 16+ characters, or 8+ mixing at least one digit
+    and one letter over 5+ distinct characters (``bf16bf16`` and ``deadbeef`` are not)."""
+    if len(token) >= 16:
+        return True
+    digits = sum(ch.isdigit() for ch in token)
+    return 0 < digits < len(token) and len(set(token)) >= 5
+
+
+def _drop_hashes(text: str) -> str:
+    return _HEX_TOKEN.sub(lambda m: "" if _is_hash(m.group(1)) else m.group(0), text)
+
+
+def _strip_parameters(text: str) -> str:
+    """``foo<T>(int, float*)`` -> ``foo<T>``: the parameter list of a demangled signature.
+
+    Only a final balanced ``(...)`` glued to the name goes; ``Memcpy HtoD (Pinned -> Device)``
+    keeps its words.
+    """
+    if not text.endswith(")"):
+        return text
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        ch = text[i]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            depth -= 1
+            if depth == 0:
+                return text[:i] if i > 0 and not text[i - 1].isspace() else text
+    return text
+
+
+def _strip_templates(text: str) -> str:
+    """Every top-level ``<...>`` replaced by ``<>`` (``operator<`` and unbalanced text kept)."""
+    out, depth = [], 0
+    for ch in text:
+        if ch == "<":
+            if depth == 0:
+                out.append("<>")
+            depth += 1
+        elif ch == ">" and depth > 0:
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    return text if depth else "".join(out)
+
+
+@lru_cache(maxsize=65_536)
+def kernel_key(name: str) -> str:
+    """The name two traces are matched on (see the module docstring)."""
+    text = _SPACES.sub(" ", name).strip()
+    if text.startswith("void "):
+        text = text[5:]
+    text = _strip_parameters(text)
+    for pattern in (_TRITON_COUNTER, _HCOM_ID, _GE_TRANS_COUNTER):
+        text = pattern.sub(r"\1", text)
+    text = _MINDSPORE_OP_ID.sub("", text)
+    text = _XLA_FUSION_COUNTER.sub(r"\1", text)
+    text = _UUID.sub("", text)
+    text = _HEX_LITERAL.sub("", text)
+    text = _drop_hashes(text).strip()
+    return text or name
+
+
+@lru_cache(maxsize=65_536)
+def kernel_family(key: str) -> str:
+    """A key without template arguments and trailing numbers: ``Conv2D1`` and ``Conv2D5``,
+    or one CUTLASS kernel with another tile template, share a family."""
+    return _TRAILING_NUMBER.sub("", _strip_templates(key)) or key

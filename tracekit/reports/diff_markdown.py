@@ -1,0 +1,91 @@
+"""A diff as Markdown for a PR comment: the verdict first, then the numbers behind it.
+
+Every name from a trace goes through :func:`md_text` (inside ``<code>``, where Markdown
+escapes still apply, unlike in backtick spans).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracekit.reports import diff_text as dt
+from tracekit.reports.markdown import md_text
+
+ICONS = {"regression": "🔴", "improvement": "🟢", "no significant change": "⚪"}
+FINDING_ICONS = {"appeared": "🆕", "disappeared": "✅", "more": "🔺", "fewer": "🔻"}
+PRESENCE_ICONS = {"appeared": "➕", "disappeared": "➖", "renamed": "↔"}
+
+
+def code(name: str) -> str:
+    """A name from a trace, escaped, in a code font."""
+    return f"<code>{md_text(name)}</code>"
+
+
+def _table(header: list[str], align: str, rows: list[list[str]]) -> list[str]:
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|",
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]
+
+
+def movers(data: dict[str, Any], top: int) -> list[str]:
+    """Categories and kernels with the largest time change per step."""
+    rows = []
+    for change, cells in dt.mover_rows(data, top):
+        if change["kind"] == "category":
+            what = f"**{md_text(change['name'])}** (category)"
+        else:
+            what = f"{code(change['label'])} ({md_text(change['detail']['category'])})"
+        rows.append([what, *cells])
+    if not rows:
+        return ["No category or kernel time changed."]
+    header = ["time per step", "base", "head", "Δ", "Δ %", "CI", "status"]
+    return _table(header, "lrrrrrl", rows)
+
+
+def render_diff_markdown(data: dict[str, Any], top: int = 10) -> str:
+    """``Diff.to_dict()`` as a Markdown document: verdict, step time, movers, kernels, rule
+    metrics, findings and a method footnote."""
+    causes = dt.causes(data, code)
+    summary = dt.findings_summary(data, md_text)
+    summary = summary[:1].upper() + summary[1:]
+    presence = [f"- {PRESENCE_ICONS[kind]} {text}" for kind, text in dt.presence_lines(data, code)]
+    metric_rows = [[md_text(row[0]), *row[1:]] for row in dt.metric_rows(data)]
+    metrics = (
+        _table(["rule metric (mean per step)", "base", "head", "Δ", "status"], "lrrrl", metric_rows)
+        if metric_rows
+        else ["No rule metric changed."]
+    )
+    findings = [f"- {FINDING_ICONS[s]} {text}" for s, text in dt.finding_lines(data, md_text)]
+    lines = [
+        "### tracekit diff",
+        "",
+        f"{ICONS[data['verdict']]} **{dt.title(data)}**: {dt.verdict_line(data, code)}"
+        + (f"; {causes}" if causes else ""),
+        "",
+        *([summary, ""] if summary else []),
+        *(f"⚠️ {md_text(w)}  " for w in data["warnings"]),
+        *([""] if data["warnings"] else []),
+        f"**Decode step** {dt.step_line(data)}",
+        "",
+        "#### Top movers",
+        "",
+        *movers(data, top),
+        "",
+        "#### Kernels appearing or disappearing",
+        "",
+        *(presence or ["No kernel appeared or disappeared."]),
+        "",
+        "#### Rule metrics",
+        "",
+        *metrics,
+        "",
+        "#### Findings",
+        "",
+        *(findings or ["No finding appeared or disappeared."]),
+        "",
+        f"<sub>base: {dt.sources(data['base'], md_text)} · head: "
+        f"{dt.sources(data['head'], md_text)}<br>{md_text(dt.method_note(data))}</sub>",
+    ]
+    return "\n".join(lines) + "\n"
