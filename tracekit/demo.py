@@ -48,9 +48,14 @@ def grouped_findings(findings: list[dict[str, Any]]) -> Group:
         steps = [f["step"] for f in group if f["step"] is not None]
         line = Text()
         line.append(f"{severity:>7} ", style=SEVERITY_STYLE.get(severity, ""))
-        line.append(f"[{rule}] {len(group)}× ", style="bold")
-        line.append(f"in steps {step_ranges(steps)}: " if steps else "in the trace: ")
-        line.append(printable(group[0]["title"]))
+        line.append(f"[{rule}] ", style="bold")
+        first = group[0]
+        where = "trace" if first["step"] is None else f"step {first['step']}"
+        if len(group) > 1:
+            within = f" in steps {step_ranges(steps)}" if steps else ""
+            line.append(f"{len(group)}×{within}, e.g. ")
+        line.append(printable(f"{where}: {first['title']}"))
+        line.no_wrap, line.overflow = True, "ellipsis"
         lines.append(line)
     return Group(*lines)
 
