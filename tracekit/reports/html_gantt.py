@@ -44,7 +44,7 @@ class Strings:
 
     def index(self, column: pl.Series) -> list[int | None]:
         """Positions of the column's values (None stays None), adding new ones."""
-        distinct = column.drop_nulls().unique().to_list()
+        distinct = column.drop_nulls().unique(maintain_order=True).to_list()
         for value in distinct:
             if value not in self._at:
                 self._at[value] = len(self.values)
