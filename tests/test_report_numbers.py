@@ -181,3 +181,10 @@ def test_refuses_to_overwrite_its_input(tmp_path: Path) -> None:
     done = run_cli("report", str(trace), "-o", str(trace))
     assert done.returncode == 2 and "overwrite" in done.stderr
     assert trace.read_bytes() == DEMOS[0].read_bytes()
+
+
+def test_same_name_twice_gets_numbered_labels() -> None:
+    done = run_cli("report", str(DEMOS[0]), str(DEMOS[0]), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    labels = [t["label"] for t in json.loads(done.stdout)["traces"]]
+    assert labels == ["demo.sqlite #1", "demo.sqlite #2"]
