@@ -78,3 +78,36 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
         timeout=300,
         check=False,
     )
+
+
+# Kernel names an attacker could plant in a trace; each keeps its taxonomy role (fallback,
+# communication, plain GEMM) so that it reaches every part of the report.
+HOSTILE_NAMES = {
+    "<unnamed>::silu_kernel": "at::native::elementwise_kernel<script>alert(1)</script>",
+    "internode_ll::dispatch": "deep_ep::<b>x</b><img src=x onerror=alert(2)>dispatch",
+    "nvjet_hsh_256x128": "\"quotes' & </script><script>alert(3)</script>",
+}
+HOSTILE_GPU = "<b>H200</b><svg onload=alert(4)>"
+HOSTILE_FILE = "run<b>1<img src=y onerror=alert(5)>.sqlite"
+
+
+def hostile_trace(folder: Path) -> Path:
+    """An nsys export of the scenario (4 steps, faults planted) whose kernel names, GPU name
+    and file name carry HTML/script injections (:data:`HOSTILE_NAMES`)."""
+    import polars as pl
+
+    from fixtures.nsys_writer import write_nsys_sqlite
+    from fixtures.scenario import build_scenario
+
+    events = build_scenario(
+        steps=4, layers=2, fallback_kernel=True, exposed_all_to_all=True, idle_bubble_ns=80_000
+    ).events
+    name = pl.col("name")
+    for part, hostile in HOSTILE_NAMES.items():
+        name = (
+            pl.when(pl.col("name").str.contains(part, literal=True))
+            .then(pl.lit(hostile))
+            .otherwise(name)
+        )
+    events = events.with_columns(name=name)
+    return write_nsys_sqlite(events, folder / HOSTILE_FILE, gpu_name=HOSTILE_GPU)

@@ -94,6 +94,6 @@ def test_by_stream_table_shows_the_process() -> None:
     assert " device   pid  stream  events    busy \n      0  4242       7       2  100 ns " in text
 
 
-def test_distinct_labels_number_only_colliding_names() -> None:
+def testdistinct_labels_number_only_colliding_names() -> None:
     rows = [{"name": f"void kern<{i}>(int)"} for i in range(3)] + [{"name": "gemm"}]
-    assert terminal._distinct_labels(rows, 40) == ["kern #1", "kern #2", "kern #3", "gemm"]
+    assert terminal.distinct_labels(rows, 40) == ["kern #1", "kern #2", "kern #3", "gemm"]

@@ -6,9 +6,8 @@ import functools
 import os
 import sys
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import msgspec
 import typer
@@ -18,9 +17,13 @@ from rich.text import Text
 from tracekit import stats
 from tracekit.errors import TraceError
 from tracekit.load import load
+from tracekit.progress import Spinner
 from tracekit.reports import terminal
 from tracekit.reports.format import printable
 from tracekit.timeline import Timeline, check_output
+
+if TYPE_CHECKING:
+    from tracekit.analysis import Analysis
 
 app = typer.Typer(
     name="tracekit",
@@ -105,16 +108,11 @@ def _escape(text: str) -> str:
 
 
 def read_trace(path: Path, format: str | None = None) -> Timeline:
-    """Load a trace, showing a transient progress line on stderr when it is a terminal."""
-    if not stderr.is_terminal:
-        return load(path, format=format)
+    """Load a trace, with a transient progress line on stderr when it is a terminal and the
+    load takes a while."""
     name = _escape(path.name)
-    with stderr.status(f"reading {name}", spinner="dots") as status:
-
-        def progress(phase: str) -> None:
-            status.update(f"reading {name}: {_escape(phase)}")
-
-        return load(path, format=format, progress=progress)
+    with Spinner(stderr, f"reading {name}") as spinner:
+        return load(path, format, lambda phase: spinner.update(f"reading {name}: {_escape(phase)}"))
 
 
 def _name_width() -> int:
@@ -152,13 +150,17 @@ def _rule_options(options: list[str] | None) -> dict[str, dict[str, str]]:
     return out
 
 
-def _analyze(timeline: Timeline, rules: str | None, marker: str | None,
-             patterns: Path | None, options: list[str] | None) -> dict[str, Any]:  # fmt: skip
+def _analysis(timeline: Timeline, rules: str | None, marker: str | None,
+              patterns: Path | None, options: list[str] | None) -> Analysis:  # fmt: skip
     from tracekit.analysis import analyze
 
     ids = None if rules is None else [r.strip() for r in rules.split(",") if r.strip()]
-    result = analyze(timeline, ids, _rule_options(options), step_marker=marker, patterns=patterns)
-    return result.to_dict()
+    return analyze(timeline, ids, _rule_options(options), step_marker=marker, patterns=patterns)
+
+
+def _analyze(timeline: Timeline, rules: str | None, marker: str | None,
+             patterns: Path | None, options: list[str] | None) -> dict[str, Any]:  # fmt: skip
+    return _analysis(timeline, rules, marker, patterns, options).to_dict()
 
 
 @app.command()
@@ -186,6 +188,56 @@ def summary(
     _emit(analysis, output, lambda: Group(
         terminal.render_summary(data, _name_width()), Text(),
         steps_terminal.render_analysis(analysis, Console().width)))  # fmt: skip
+
+
+@app.command()
+@one_line_errors
+def report(
+    traces: Annotated[
+        list[Path], typer.Argument(help="One or more traces (ranks, runs), shown side by side.")
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="Output file (default: report.html; md/json: stdout)."),
+    ] = None,
+    output: Annotated[
+        str, typer.Option("--format", "-f", help="html (default), md (PR comment) or json.")
+    ] = "html",
+    format: FormatOpt = None,
+    rules: RulesOpt = None,
+    step_marker: MarkerOpt = None,
+    patterns: PatternsOpt = None,
+    option: OptionOpt = None,
+    steps: Annotated[
+        str | None,
+        typer.Option(
+            "--steps",
+            help="Steps to embed for the drill-down besides the defaults, e.g. 3,17,40-42.",
+        ),
+    ] = None,
+    max_events: Annotated[
+        int, typer.Option(min=1, help="Raw events kept per drilled-down step (longest first).")
+    ] = 5000,
+) -> None:
+    """Write a self-contained HTML report (per-step breakdown, step drill-down, overlap,
+    findings, kernels); several traces are compared side by side."""
+    from tracekit.reports.html_steps import parse_steps
+    from tracekit.reports.report import output_path, render
+
+    target, extra = output_path(out, output, traces), parse_steps(steps)
+    analyses = []
+    for trace in traces:
+        timeline = read_trace(trace, format)
+        with Spinner(stderr, f"analysing {_escape(trace.name)}"):
+            analyses.append(_analysis(timeline, rules, step_marker, patterns, option))
+    with Spinner(stderr, "writing the report"):
+        text = render(analyses, output, extra, max_events)
+    if target is None:
+        sys.stdout.write(text)
+        return
+    target.write_text(text, encoding="utf-8")
+    size = len(text.encode()) / 1e6
+    stderr.print(f"wrote {_escape(str(target))} ({size:.1f} MB)", highlight=False)
 
 
 @app.command()
@@ -274,15 +326,29 @@ def convert(
 
 @app.command()
 @one_line_errors
-def demo(json: JsonOpt = False) -> None:
-    """Run the pipeline on the bundled DeepSeek-V4-like decode trace and print the summary."""
-    with resources.as_file(resources.files("tracekit.data") / "demo.sqlite") as path:
-        timeline = load(path)
-    data = stats.summary(timeline)
+def demo(
+    json: JsonOpt = False,
+    out: Annotated[
+        Path, typer.Option("-o", "--output", help="Where to write the HTML report.")
+    ] = Path("tracekit-demo.html"),
+    html: Annotated[bool, typer.Option(help="Write the HTML report.")] = True,
+) -> None:
+    """Analyse the bundled DeepSeek-V4-like decode traces (Nsight Systems on an H200, torch_npu
+    on an Ascend 910B), print their summary and write their HTML report side by side."""
+    from tracekit.demo import demo_paths, render_demo
+    from tracekit.reports.report import render
+
+    analyses = [_analysis(load(path), None, None, None, None) for path in demo_paths()]
     if json:
-        _print_json(data)
+        sys.stdout.write(render(analyses, "json"))
     else:
-        terminal.print_renderable(terminal.render_summary(data, _name_width()))
+        terminal.print_renderable(render_demo(analyses, Console().width))
+    if html:
+        with Spinner(stderr, "writing the report"):
+            page = render(analyses, "html").encode()
+            out.write_bytes(page)
+        message = f"wrote {_escape(str(out))} ({len(page) / 1e6:.1f} MB): open it in a browser"
+        stderr.print(message, highlight=False)
 
 
 @app.command()

@@ -120,7 +120,7 @@ def render_summary(data: dict[str, Any], name_width: int = 60) -> Group:
     top = Table(title="top kernels", title_justify="left", box=None, header_style="bold")
     for col in ("kernel", "count", "total", "mean", "share"):
         top.add_column(col, justify="left" if col == "kernel" else "right", no_wrap=True)
-    labels = _distinct_labels(data["top_kernels"], name_width)
+    labels = distinct_labels(data["top_kernels"], name_width)
     for row, label in zip(data["top_kernels"], labels):
         top.add_row(
             Text(label), _count(row["count"]), fmt_ns(row["total_ns"]),
@@ -130,7 +130,7 @@ def render_summary(data: dict[str, Any], name_width: int = 60) -> Group:
     return Group(*parts, *_warnings(data.get("warnings", [])))
 
 
-def _distinct_labels(rows: list[dict[str, Any]], width: int) -> list[str]:
+def distinct_labels(rows: list[dict[str, Any]], width: int) -> list[str]:
     """Short printable kernel names, numbered where different kernels shorten to one text."""
     labels = [printable(short_name(row["name"], width - 3)) for row in rows]
     total = Counter(labels)

@@ -1,0 +1,215 @@
+"""The HTML report in a real browser: headless Chromium (Debian's ``chromium``, driven by
+Playwright with ``executable_path``) opens it from a file with networking disabled.
+
+The report compares two traces side by side: an nsys export whose kernel, GPU and file names
+carry script injections (tests.conftest.hostile_trace) and the bundled Ascend demo.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+import tracekit
+from tests.conftest import HOSTILE_FILE, HOSTILE_GPU, HOSTILE_NAMES, hostile_trace, run_cli
+from tracekit.demo import demo_paths
+
+CHROMIUM = os.environ.get("TRACEKIT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"no Chromium at {CHROMIUM} (.ci/run installs it)", allow_module_level=True)
+
+
+@dataclass
+class Opened:
+    """A report page and what it did while loading."""
+
+    page: Any
+    errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Any:
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--host-resolver-rules=MAP * ~NOTFOUND"],
+        )
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    return [hostile_trace(tmp_path_factory.mktemp("hostile")), demo_paths()[1]]
+
+
+@pytest.fixture(scope="module")
+def report(traces: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    done = run_cli("report", *map(str, traces), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def open_report(browser: Any, path: Path) -> Opened:
+    """Open ``path`` offline (every non-file request aborted) and wait for the figures."""
+    context = browser.new_context(offline=True, viewport={"width": 1400, "height": 900})
+    opened = Opened(page=context.new_page())
+
+    def route(r: Any) -> None:
+        if r.request.url.startswith("file:"):
+            r.continue_()
+        else:
+            opened.outside.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    page = opened.page
+    page.on("console", lambda m: opened.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: opened.errors.append(str(e)))
+    page.on("dialog", lambda d: (opened.dialogs.append(d.message), d.dismiss()))
+    page.on(
+        "request", lambda r: None if r.url.startswith("file:") else opened.outside.append(r.url)
+    )
+    page.goto(path.as_uri())
+    page.wait_for_selector("body[data-ready='1']", timeout=60_000)
+    return opened
+
+
+@pytest.fixture(scope="module")
+def opened(browser: Any, report: Path) -> Opened:
+    return open_report(browser, report)
+
+
+def test_opens_offline_without_errors_and_every_plot_is_drawn(opened: Opened) -> None:
+    page = opened.page
+    assert opened.errors == [] and opened.dialogs == [] and opened.outside == []
+    plots = page.eval_on_selector_all(
+        ".plot", "els => els.map(e => [e.id, e.classList.contains('js-plotly-plot'),"
+        " e.querySelectorAll('svg.main-svg').length])",
+    )  # fmt: skip
+    # 4 step figures, one overlap matrix per device (2) and one Gantt per trace (2)
+    assert len(plots) == 8
+    assert all(is_plot and svgs > 0 for _, is_plot, svgs in plots), plots
+
+
+def _gantt_bars(page: Any, index: int) -> list[Any]:
+    return page.evaluate(
+        "i => document.getElementById('gantt-' + i).data.map(t => [t.name, t.base, t.x])", index
+    )
+
+
+def test_step_selector_changes_the_gantt(opened: Opened, traces: list[Path]) -> None:
+    page = opened.page
+    metrics = tracekit.analyze(tracekit.load(traces[0])).step_metrics
+    first = int(metrics["step"].min())
+    assert page.get_attribute("#gantt-0", "data-step") == str(first)
+    before = _gantt_bars(page, 0)
+    other = int(metrics["step"].max())
+    page.select_option("#step-select-0", str(other))
+    page.wait_for_selector(f"#gantt-0[data-step='{other}']")
+    after = _gantt_bars(page, 0)
+    assert after and after != before
+    # the drawn events are the step's own device rows: count and summed duration (µs)
+    work = tracekit.analyze(tracekit.load(traces[0])).work.filter(pl.col("step") == other)
+    assert sum(len(x) for _, _, x in after) == work.height
+    assert sum(sum(x) for _, _, x in after) == pytest.approx(work["dur"].sum() / 1e3)
+    page.click("#gantt-0 ~ * button[data-preset='first'], .card button[data-preset='first']")
+    page.wait_for_selector(f"#gantt-0[data-step='{first}']")
+    assert _gantt_bars(page, 0) == before
+
+
+def test_step_bars_are_the_step_metrics(opened: Opened, traces: list[Path]) -> None:
+    metrics = tracekit.analyze(tracekit.load(traces[1])).step_metrics
+    drawn = opened.page.evaluate(
+        "() => document.getElementById('plot-time').data"
+        ".filter(t => t.xaxis === 'x2').map(t => [t.name, t.x, t.y])"
+    )
+    by_name = {name: (x, y) for name, x, y in drawn}
+    assert by_name["compute"][0] == metrics["step"].to_list()
+    assert by_name["compute"][1] == pytest.approx((metrics["compute_ns"] / 1e6).to_list())
+    assert by_name["exposed communication"][1] == pytest.approx(
+        (metrics["exposed_comm_ns"] / 1e6).to_list()
+    )
+    assert by_name["idle"][1] == pytest.approx((metrics["idle_ns"] / 1e6).to_list())
+
+
+def test_hostile_names_render_as_text(opened: Opened) -> None:
+    page = opened.page
+    # hover the injected communication kernel in the Gantt: plotly draws its name as text
+    page.evaluate(
+        """() => {
+            const gd = document.getElementById('gantt-0');
+            const curve = gd.data.findIndex(t => t.customdata.some(c => c[0].includes('onerror')));
+            const point = gd.data[curve].customdata.findIndex(c => c[0].includes('onerror'));
+            Plotly.Fx.hover(gd, [{curveNumber: curve, pointNumber: point}], 'xy');
+        }"""
+    )
+    hover = page.text_content("#gantt-0 .hovertext")
+    assert hover is not None and "deep_ep::<b>x</b><img src=x onerror=alert(2)>dispatch" in hover
+    assert opened.dialogs == [] and opened.errors == []
+    assert page.evaluate("() => document.querySelectorAll('script').length") == 3
+    injected = "img, iframe, object, embed, [onerror], [onload], main b, header b"
+    assert page.evaluate(f"() => document.querySelectorAll('{injected}').length") == 0
+    text = page.inner_text("body")
+    assert HOSTILE_GPU in text and HOSTILE_FILE in text
+    assert "deep_ep::<b>x</b><img src=x onerror=alert(2)>dispatch" in text  # finding detail
+    titles = page.eval_on_selector_all(
+        "#kernel-tables td.name span", "els => els.map(e => e.title)"
+    )
+    assert set(HOSTILE_NAMES.values()) <= set(titles)
+    legend = page.text_content("#plot-durations .legend")
+    assert legend is not None and HOSTILE_FILE in legend
+
+
+def _colours(page: Any, png: bytes) -> tuple[int, float]:
+    """Distinct colours and the share of non-white pixels of a PNG, decoded by the browser."""
+    data = base64.b64encode(png).decode()
+    return tuple(page.evaluate(
+        """async (data) => {
+            const img = new Image(); img.src = 'data:image/png;base64,' + data;
+            await img.decode();
+            const c = document.createElement('canvas'); c.width = img.width; c.height = img.height;
+            const g = c.getContext('2d'); g.drawImage(img, 0, 0);
+            const px = g.getImageData(0, 0, c.width, c.height).data, seen = new Set();
+            let ink = 0;
+            for (let i = 0; i < px.length; i += 4) {
+                seen.add((px[i] << 16) | (px[i + 1] << 8) | px[i + 2]);
+                if (px[i] + px[i + 1] + px[i + 2] < 720) ink++;
+            }
+            return [seen.size, ink / (px.length / 4)];
+        }""",
+        data,
+    ))  # fmt: skip
+
+
+def test_screenshot_is_not_blank(browser: Any, opened: Opened, tmp_path: Path) -> None:
+    shot = tmp_path / "report.png"
+    opened.page.screenshot(path=str(shot), full_page=True)
+    blank = browser.new_page()
+    try:
+        colours, ink = _colours(blank, shot.read_bytes())
+    finally:
+        blank.close()
+    assert colours > 200 and ink > 0.05, (colours, ink)
+
+
+def test_payload_parses_with_every_name_intact(report: Path) -> None:
+    text = report.read_text()
+    _, _, rest = text.partition('<script type="application/json" id="tracekit-data">')
+    payload, _, _ = rest.partition("</script>")
+    data = json.loads(payload)
+    names = set(data["traces"][0]["strings"])
+    assert set(HOSTILE_NAMES.values()) <= names
+    assert "<img" not in payload and "</script" not in payload

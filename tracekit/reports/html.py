@@ -1,0 +1,147 @@
+"""The HTML report: one self-contained page per set of traces.
+
+:func:`payload` prepares one JSON document (per trace: overview, the ``step_metrics`` table,
+the drill-down events of a few steps, stream overlap, findings, kernels); :func:`render_html`
+embeds it, plotly.js (from the installed ``plotly`` package) and the page script
+(``templates/report.js``) into ``templates/report.html``. The page draws every figure in the
+browser from the payload and needs no network.
+
+Safety: the payload sits in a ``<script type="application/json">`` with ``<``, ``>``, ``&``
+and U+2028/9 written as JSON escapes, so no trace name can close the element; the page
+inserts names only as text (``textContent``) or entity-escaped plotly labels; a
+Content-Security-Policy allows only the page's own two scripts (by hash) and no network.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import re
+from collections import Counter
+from collections.abc import Sequence
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from tracekit import __version__
+from tracekit.analysis import Analysis
+from tracekit.reports.html_gantt import CLASSES, Strings, gantt
+from tracekit.reports.html_steps import default_steps, embedded_steps, step_table
+from tracekit.reports.html_trace import (
+    fallbacks,
+    kernels,
+    overlap_matrices,
+    overview,
+    page_findings,
+)
+from tracekit.taxonomy import CATEGORIES
+from tracekit.timeline import KINDS
+
+MAX_EVENTS = 5_000  # raw events per drilled-down step
+MAX_STEPS = 12  # drilled-down steps per trace (besides those asked for with --steps)
+_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
+                 "\u2028": "\\u2028", "\u2029": "\\u2029"}  # fmt: skip
+_JSON_UNSAFE = re.compile("[<>&\u2028\u2029]")
+
+
+def labels(analyses: Sequence[Analysis]) -> list[str]:
+    """A distinct label per trace: its source name, numbered where names repeat."""
+    names = [str(a.timeline.meta.get("source") or "trace") for a in analyses]
+    seen: Counter[str] = Counter()
+    out = []
+    for name in names:
+        seen[name] += 1
+        out.append(name if names.count(name) == 1 else f"{name} #{seen[name]}")
+    return out
+
+
+def trace_payload(
+    analysis: Analysis, label: str, extra_steps: Sequence[int], max_events: int, max_steps: int
+) -> dict[str, Any]:
+    """Everything the page shows about one analysed trace."""
+    metrics = analysis.step_metrics
+    strings = Strings()
+    chosen = embedded_steps(metrics, analysis.findings, list(extra_steps), max_steps)
+    findings, finding_counts = page_findings(analysis.findings)
+    return {
+        "overview": overview(analysis, label),
+        "steps": step_table(metrics),
+        "defaults": default_steps(metrics),
+        "gantt": gantt(analysis, chosen, max_events, strings),
+        "max_events": max_events,
+        "overlap": overlap_matrices(analysis),
+        "findings": findings,
+        "finding_counts": finding_counts,
+        "kernels": kernels(analysis),
+        "fallbacks": fallbacks(analysis),
+        "strings": strings.values,
+    }
+
+
+def payload(
+    analyses: Sequence[Analysis],
+    *,
+    extra_steps: Sequence[int] = (),
+    max_events: int = MAX_EVENTS,
+    max_steps: int = MAX_STEPS,
+) -> dict[str, Any]:
+    """The report's JSON document for one or more analysed traces (shown side by side)."""
+    return {
+        "tracekit": __version__,
+        "classes": list(CLASSES),
+        "categories": list(CATEGORIES),
+        "kinds": list(KINDS),
+        "traces": [
+            trace_payload(a, label, extra_steps, max_events, max_steps)
+            for a, label in zip(analyses, labels(analyses))
+        ],
+    }
+
+
+def embed_json(data: Any) -> str:
+    """JSON that is safe as the content of a ``<script type="application/json">`` element."""
+    text = msgspec.json.encode(data).decode()
+    return _JSON_UNSAFE.sub(lambda m: _JSON_ESCAPES[m.group()], text)
+
+
+@cache
+def _asset(name: str) -> str:
+    return (resources.files("tracekit.reports") / "templates" / name).read_text("utf-8")
+
+
+def _plotly_js() -> str:
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def _sha256(script: str) -> str:
+    digest = hashlib.sha256(script.encode("utf-8")).digest()
+    return f"'sha256-{base64.b64encode(digest).decode()}'"
+
+
+def render_html(data: dict[str, Any]) -> str:
+    """The page for a :func:`payload`."""
+    plotly_js, app_js = _plotly_js(), _asset("report.js")
+    title = " · ".join(t["overview"]["label"] for t in data["traces"]) or "no trace"
+    parts = {
+        "title": html.escape(f"tracekit report: {title}"),
+        "csp": f"{_sha256(plotly_js)} {_sha256(app_js)}",
+        "style": _asset("report.css"),
+        "plotly": plotly_js,
+        "payload": embed_json(data),
+        "script": app_js,
+        "version": html.escape(__version__),
+    }
+    return re.sub(r"\{\{(\w+)\}\}", lambda m: parts[m.group(1)], _asset("report.html"))
+
+
+def write_report(analyses: Sequence[Analysis], out: str | Path, **options: Any) -> int:
+    """Write the HTML report of ``analyses`` to ``out``; return its size in bytes."""
+    page = render_html(payload(analyses, **options)).encode("utf-8")
+    Path(out).write_bytes(page)
+    return len(page)

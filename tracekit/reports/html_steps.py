@@ -1,0 +1,103 @@
+"""The per-step part of the HTML report: the metrics table, outliers, the steps to drill into.
+
+A step's time across devices is its slowest (rank, device) window: that is how long the
+decode step took. The drill-down embeds raw events only for a few steps (first, median,
+slowest, steps with findings, steps asked for, then evenly spaced ones).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from tracekit.errors import TraceError
+from tracekit.metrics import METRIC_COLUMNS
+from tracekit.rules.base import Finding
+
+SERIES = ["rank", "device"]
+TUKEY_K = 1.5  # outlier fences: below Q1 - k·IQR or above Q3 + k·IQR
+MIN_STEPS_FOR_OUTLIERS = 4
+
+
+def outliers(metrics: pl.DataFrame) -> pl.Series:
+    """Per (rank, device): whether each step's duration lies outside Tukey's fences."""
+    dur = pl.col("dur").cast(pl.Float64)
+    q1 = dur.quantile(0.25, "linear").over(SERIES)
+    q3 = dur.quantile(0.75, "linear").over(SERIES)
+    enough = pl.len().over(SERIES) >= MIN_STEPS_FOR_OUTLIERS
+    fence = TUKEY_K * (q3 - q1)
+    flag = enough & ((dur > q3 + fence) | (dur < q1 - fence))
+    return metrics.select(flag.alias("outlier"))["outlier"]
+
+
+def step_table(metrics: pl.DataFrame) -> dict[str, list[Any]]:
+    """``step_metrics`` column by column (every value as analysed) plus ``outlier``."""
+    table = {col: metrics[col].to_list() for col in METRIC_COLUMNS}
+    table["outlier"] = outliers(metrics).to_list()
+    return table
+
+
+def step_times(metrics: pl.DataFrame) -> pl.DataFrame:
+    """One row per step: ``dur`` of its slowest (rank, device) window, sorted by step."""
+    return metrics.group_by("step").agg(pl.col("dur").max()).sort("step")
+
+
+def default_steps(metrics: pl.DataFrame) -> dict[str, int]:
+    """The first step, the step of median duration (lower median) and the slowest one."""
+    times = step_times(metrics)
+    if times.height == 0:
+        return {}
+    by_dur = times.sort("dur", "step")
+    return {
+        "first": int(times["step"][0]),
+        "median": int(by_dur["step"][(by_dur.height - 1) // 2]),
+        "slowest": int(by_dur["step"][-1]),
+    }
+
+
+def parse_steps(text: str | None) -> list[int]:
+    """``"3,17,40-42"`` -> [3, 17, 40, 41, 42] (for ``--steps``)."""
+    out: list[int] = []
+    for part in (text or "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        low, dash, high = part.partition("-")
+        try:
+            first, last = int(low), int(high) if dash else int(low)
+        except ValueError:
+            raise TraceError(f"--steps {text!r}: expected step numbers like 3,17,40-42") from None
+        if last < first or last - first > 10_000:
+            raise TraceError(f"--steps {part!r}: not a range of step numbers")
+        out.extend(range(first, last + 1))
+    return out
+
+
+def embedded_steps(
+    metrics: pl.DataFrame, findings: list[Finding], extra: list[int], limit: int
+) -> list[int]:
+    """Steps whose raw events the report embeds: the defaults and ``extra`` always, then
+    steps with error and warning findings (up to half of ``limit``), then evenly spaced
+    steps until ``limit`` steps are chosen."""
+    known = step_times(metrics)["step"].to_list()
+    missing = sorted(set(extra) - set(known))
+    if missing:
+        span = f"{known[0]}-{known[-1]}" if known else "none"
+        raise TraceError(f"--steps: no step {missing[0]} in this trace (steps {span})")
+    chosen = list(dict.fromkeys([*default_steps(metrics).values(), *extra]))
+    severe = sorted(
+        (f for f in findings if f.step is not None and f.severity in ("error", "warning")),
+        key=lambda f: (f.severity != "error", f.step),
+    )
+    for f in severe:
+        if len(chosen) >= max(limit // 2, 3):
+            break
+        if f.step not in chosen:
+            chosen.append(int(f.step))  # type: ignore[arg-type]
+    room = limit - len(chosen)
+    if room > 0 and known:
+        stride = max(len(known) / room, 1.0)
+        spaced = [known[min(int(i * stride), len(known) - 1)] for i in range(room)]
+        chosen.extend(s for s in dict.fromkeys(spaced) if s not in chosen)
+    return sorted(chosen[: max(limit, len(extra) + 3)])

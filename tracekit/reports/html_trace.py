@@ -1,0 +1,193 @@
+"""The per-trace tables of the HTML report: overview, top kernels, fallbacks, stream overlap.
+
+All numbers are ns (or ratios) as the analysis computed them; the page formats them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from itertools import combinations
+from typing import Any
+
+import polars as pl
+
+from tracekit.analysis import Analysis
+from tracekit.intervals import lengths, merge
+from tracekit.reports.html_steps import step_times
+from tracekit.reports.terminal import distinct_labels
+from tracekit.rules.base import Finding
+
+TOTALS = ("dur", "busy_ns", "idle_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
+          "fallback_ns", "fused_comm_ns", "bubble_ns")  # fmt: skip
+LABEL_WIDTH = 90  # kernel names are shortened to this (the full name is the cell's tooltip)
+MAX_MATRIX_STREAMS = 12  # the busiest streams of a device in its overlap matrix
+
+
+def producer_text(producer: Any) -> str:
+    """``{"name": …, "version": …}`` (or anything else) as one line."""
+    if not isinstance(producer, Mapping):
+        return "" if producer is None else str(producer)
+    return " ".join(str(v) for v in (producer.get("name"), producer.get("version")) if v)
+
+
+def overview(analysis: Analysis, label: str) -> dict[str, Any]:
+    """What the trace is, how steps were found and its totals over all steps."""
+    meta = analysis.timeline.meta
+    metrics = analysis.step_metrics
+    times = step_times(metrics)["dur"]
+    df = analysis.timeline.df
+    span = df.select(s=pl.col("ts").min(), e=(pl.col("ts") + pl.col("dur")).max()).row(0)
+    devices = [d for d in meta.get("devices") or [] if isinstance(d, Mapping)]
+    return {
+        "label": label,
+        "source": meta.get("source"),
+        "format": meta.get("format"),
+        "producer": producer_text(meta.get("producer")),
+        "devices": [{"index": d.get("index"), "name": d.get("name")} for d in devices],
+        "ranks": metrics["rank"].unique().sort().to_list(),
+        "series": metrics.select("rank", "device").unique().sort("rank", "device").rows(),
+        "events": len(analysis.timeline),
+        "work_events": analysis.work.height,
+        "span_ns": None if span[0] is None else span[1] - span[0],
+        "steps": {
+            "method": analysis.steps.method,
+            "confidence": analysis.steps.confidence,
+            "detail": analysis.steps.detail,
+            "count": len(analysis.steps),
+        },
+        "totals": {k: int(metrics[k].sum()) for k in TOTALS},
+        "step_time": {
+            "mean": times.mean(),
+            "median": times.median(),
+            "min": times.min(),
+            "max": times.max(),
+            "p90": times.quantile(0.9, "linear"),
+        },
+        "findings": dict(Counter(f.severity for f in analysis.findings)),
+        "rules": analysis.rules,
+        "warnings": [str(w) for w in meta.get("warnings") or []],
+    }
+
+
+def _by_name(rows: pl.DataFrame, whole_ns: int, top: int) -> list[dict[str, Any]]:
+    table = (
+        rows.group_by("name")
+        .agg(
+            count=pl.len(),
+            total_ns=pl.col("dur").sum(),
+            mean_ns=pl.col("dur").mean(),
+            steps=pl.col("step").n_unique(),
+            category=pl.col("category").first().cast(pl.String),
+            is_comm=pl.col("is_comm").any(),
+            is_fused_comm=pl.col("is_fused_comm").any(),
+            is_fallback=pl.col("is_fallback").any(),
+        )
+        .with_columns(pl.col("name").cast(pl.String), share=pl.col("total_ns") / max(whole_ns, 1))
+        .sort(["total_ns", "name"], descending=[True, False], nulls_last=True)
+    )
+    rows_out = table.head(top).to_dicts()
+    for row, label in zip(rows_out, distinct_labels(rows_out, LABEL_WIDTH)):
+        row["label"] = label
+    return rows_out
+
+
+def kernels(analysis: Analysis, top: int = 25) -> list[dict[str, Any]]:
+    """Kernels and communication by total time; ``share`` of all device work time."""
+    work = analysis.work
+    kinds = pl.col("kind").cast(pl.String).is_in(["kernel", "comm"])
+    return _by_name(work.filter(kinds), int(work["dur"].sum() or 0), top)
+
+
+def fallbacks(analysis: Analysis, top: int = 50) -> list[dict[str, Any]]:
+    """Fallback kernels by total time; ``share`` of all compute kernel time."""
+    work = analysis.work
+    compute = work.filter((pl.col("kind").cast(pl.String) == "kernel") & ~pl.col("is_comm"))
+    return _by_name(work.filter(pl.col("is_fallback")), int(compute["dur"].sum() or 0), top)
+
+
+def overlap_matrices(analysis: Analysis) -> list[dict[str, Any]]:
+    """Per (rank, device): busy ns of its busiest streams (diagonal) and the ns each pair of
+    them ran together (off the diagonal), over all steps (rows cut to their step's window).
+
+    One sweep per device: each stream's merged intervals add its bit at their start and
+    remove it at their end, so the running sum is the set of busy streams of every segment."""
+    device, lane = ["rank", "device"], ["rank", "device", "stream"]
+    merged = merge(analysis.in_windows.filter(pl.col("stream").is_not_null()), lane)
+    busy = lengths(merged, lane, "busy_ns").sort("busy_ns", "stream", descending=[True, False])
+    busy = busy.with_columns(bit=pl.int_range(pl.len()).over(device), of=pl.len().over(device))
+    busy = busy.filter(pl.col("bit") < MAX_MATRIX_STREAMS).sort(lane)
+    merged = merged.join(busy.select(*lane, "bit"), on=lane)
+    bit = pl.col("bit").replace_strict(
+        range(MAX_MATRIX_STREAMS),
+        [1 << i for i in range(MAX_MATRIX_STREAMS)],
+        return_dtype=pl.Int64,
+    )
+    edges = pl.concat([
+        merged.select(*device, pos=pl.col("start"), d=bit, n=pl.lit(1)),
+        merged.select(*device, pos=pl.col("end"), d=-bit, n=pl.lit(-1)),
+    ]).group_by(*device, "pos").agg(pl.col("d", "n").sum()).sort(*device, "pos")  # fmt: skip
+    segments = edges.with_columns(
+        mask=pl.col("d").cum_sum().over(device),
+        busy=pl.col("n").cum_sum().over(device),
+        end=pl.col("pos").shift(-1).over(device),
+    ).filter(pl.col("end").is_not_null() & (pl.col("busy") >= 2))
+    shared = segments.group_by(*device, "mask").agg(ns=(pl.col("end") - pl.col("pos")).sum())
+    out = []
+    for (rank, dev), group in busy.group_by(device, maintain_order=True):
+        order = group.sort("stream")
+        at = {bit: i for i, bit in enumerate(order["bit"].to_list())}
+        matrix = [[0] * len(at) for _ in at]
+        for bit, ns in order.select("bit", "busy_ns").iter_rows():
+            matrix[at[bit]][at[bit]] = ns
+        here = shared.filter((pl.col("rank") == rank) & (pl.col("device") == dev))
+        for bits, ns in here.select("mask", "ns").iter_rows():
+            on = [at[b] for b in at if bits >> b & 1]
+            for i, j in combinations(on, 2):
+                matrix[i][j] += ns
+                matrix[j][i] += ns
+        out.append({"rank": rank, "device": dev, "streams": order["stream"].to_list(),
+                    "ns": matrix, "streams_total": int(order["of"][0])})  # fmt: skip
+    return out
+
+
+MAX_FINDINGS_PER_RULE = 200  # the page lists these; --format json has every finding
+EVIDENCE_ITEMS = 100  # items kept of each evidence list
+
+
+def _size(finding: Finding) -> float:
+    """How much a finding weighs within its rule: its largest ns metric."""
+    values = [v for k, v in finding.metrics.items() if k.endswith("_ns") and v is not None]
+    return max(values, default=0)
+
+
+def _trimmed(finding: Finding) -> dict[str, Any]:
+    out = finding.to_dict()
+    evidence, cut = dict(out["evidence"]), {}
+    for key, value in out["evidence"].items():
+        if isinstance(value, (list, tuple)) and len(value) > EVIDENCE_ITEMS:
+            evidence[key], cut[key] = list(value[:EVIDENCE_ITEMS]), len(value)
+    if cut:
+        evidence["truncated"] = cut  # list -> its full length
+    out["evidence"] = evidence
+    return out
+
+
+def page_findings(findings: list[Finding]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The findings the page lists (per rule the most severe, then largest, first; at most
+    :data:`MAX_FINDINGS_PER_RULE`, in the analysis' order) and the counts of all of them per
+    rule and severity."""
+    order = {"error": 0, "warning": 1, "info": 2}
+    counts: dict[str, Counter[str]] = {}
+    by_rule: dict[str, list[int]] = {}
+    for i, f in enumerate(findings):
+        counts.setdefault(f.rule, Counter())[f.severity] += 1
+        by_rule.setdefault(f.rule, []).append(i)
+    kept: set[int] = set()
+    for indices in by_rule.values():
+        ranked = sorted(
+            indices, key=lambda i: (order.get(findings[i].severity, 3), -_size(findings[i]))
+        )
+        kept.update(ranked[:MAX_FINDINGS_PER_RULE])
+    listed = [_trimmed(f) for i, f in enumerate(findings) if i in kept]
+    return listed, {rule: dict(c) for rule, c in counts.items()}

@@ -1,0 +1,489 @@
+/* tracekit report: draws every figure from the embedded JSON payload (see tracekit/reports/html.py).
+ * Trace text is inserted only as DOM text (textContent, append(string), setAttribute) or,
+ * for plotly labels, with <, > and & written as entities (plotly renders a subset of HTML). */
+(function () {
+  "use strict";
+  const DATA = JSON.parse(document.getElementById("tracekit-data").textContent);
+  const TRACES = DATA.traces;
+  const MAX_PANELS = 8;
+  const MAX_BARS = 400;  // more steps than this: stacked areas (one path) instead of bars
+  const CONFIG = { displaylogo: false, responsive: true };
+  const CLASS_STYLE = {
+    "fallback": ["#f58518", "x"], "fused comm": ["#8e44ad", "/"], "communication": ["#e45756", ""],
+    gemm: ["#4c78a8", ""], attention: ["#72b7b2", ""], moe: ["#54a24b", ""],
+    elementwise: ["#ff9da6", ""], norm: ["#9d755d", ""], activation: ["#eeca3b", ""],
+    quant: ["#79706e", ""], memory: ["#bab0ac", ""], sampling: ["#d67195", ""], other: ["#c7c7c7", ""],
+    comm: ["#e45756", ""],
+  };
+  const TIME_PARTS = [
+    ["compute", "#4c78a8"], ["exposed communication", "#e45756"],
+    ["other busy", "#bab0ac"], ["idle", "#e8e8e8"],
+  ];
+  const SEVERITY_ORDER = { error: 0, warning: 1, info: 2 };
+
+  // ---------- helpers ----------
+  function esc(value) {  // text for plotly labels: no markup
+    return String(value === null || value === undefined ? "" : value)
+      .replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  }
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (key === "class") node.className = value;
+      else if (key === "text") node.textContent = value;
+      else node.setAttribute(key, value);
+    }
+    for (const child of children) if (child !== null && child !== undefined) node.append(child);
+    return node;
+  }
+  function fmtNs(ns) {
+    if (ns === null || ns === undefined || Number.isNaN(ns)) return "-";
+    const a = Math.abs(ns);
+    if (a < 1e3) return ns.toFixed(0) + " ns";
+    if (a < 1e6) return (ns / 1e3).toFixed(2) + " µs";
+    if (a < 1e9) return (ns / 1e6).toFixed(2) + " ms";
+    return (ns / 1e9).toFixed(3) + " s";
+  }
+  function fmtPct(r) { return r === null || r === undefined ? "-" : (100 * r).toFixed(1) + "%"; }
+  function fmtInt(n) { return n === null || n === undefined ? "-" : Number(n).toLocaleString("en-US"); }
+  function table(head, rows, classes) {
+    const t = el("table", {});
+    t.append(el("tr", {}, ...head.map((h, i) => el("th", { class: (classes || [])[i] || "", text: h }))));
+    for (const row of rows) {
+      t.append(el("tr", {}, ...row.map((cell, i) => {
+        const td = el("td", { class: (classes || [])[i] || "" });
+        if (cell instanceof Node) td.append(cell); else td.textContent = cell;
+        return td;
+      })));
+    }
+    return t;
+  }
+  function column(trace, name, idx) { const c = trace.steps[name]; return idx.map((i) => c[i]); }
+
+  // ---------- panels: one per (trace, rank, device) ----------
+  const PANELS = [];
+  TRACES.forEach((trace, ti) => {
+    const series = trace.overview.series;
+    for (const [rank, device] of series) {
+      const idx = [];
+      trace.steps.step.forEach((_, i) => {
+        if (trace.steps.rank[i] === rank && trace.steps.device[i] === device) idx.push(i);
+      });
+      let label = TRACES.length > 1 ? trace.overview.label : "";
+      if (series.length > 1) label += (label ? " · " : "") + "rank " + rank + " dev " + device;
+      PANELS.push({ ti, rank, device, idx, label: label || trace.overview.label });
+    }
+  });
+  const SHOWN = PANELS.slice(0, MAX_PANELS);
+  if (PANELS.length > MAX_PANELS) {
+    document.getElementById("panel-note").textContent =
+      "Bars show the first " + MAX_PANELS + " of " + PANELS.length +
+      " devices; the duration and overlap lines show all of them.";
+  }
+  function xDomains(n) {
+    const gap = n > 1 ? 0.03 : 0;
+    return Array.from({ length: n }, (_, i) => [i / n + (i ? gap / 2 : 0), (i + 1) / n - (i < n - 1 ? gap / 2 : 0)]);
+  }
+  function panelAxes(layout, n) {  // side-by-side columns sharing one y axis
+    xDomains(n).forEach((domain, i) => {
+      layout["xaxis" + (i ? i + 1 : "")] = stepAxis({ domain, anchor: "y" });
+    });
+    if (n > 1) {
+      layout.annotations = SHOWN.map((p, i) => ({
+        text: esc(p.label), showarrow: false, xref: "x" + (i ? i + 1 : "") + " domain", x: 0.5,
+        yref: "paper", y: 1.0, yanchor: "bottom", font: { size: 12 },
+      }));
+    }
+    return layout;
+  }
+  function stepAxis(extra) {  // integer ticks: one per step for short traces, else automatic
+    const n = Math.max(0, ...TRACES.map((t) => t.steps.step.length));
+    return Object.assign({ title: { text: "step" } }, n <= 30 ? { dtick: 1 } : {}, extra || {});
+  }
+  function ms(values) { return values.map((v) => (v === null ? null : v / 1e6)); }
+  function stacked(trace, panel, color) {  // a bar series, or a stacked area for long traces
+    if (trace.x.length <= MAX_BARS) return Object.assign(trace, { type: "bar", marker: { color } });
+    return Object.assign(trace, { type: "scatter", mode: "lines", stackgroup: "p" + panel,
+      line: { width: 0.5, color }, fillcolor: color });
+  }
+
+  // ---------- per-step figures ----------
+  function drawTime() {
+    const data = [];
+    SHOWN.forEach((p, i) => {
+      const t = TRACES[p.ti], idx = p.idx;
+      const step = column(t, "step", idx), busy = column(t, "busy_ns", idx);
+      const compute = column(t, "compute_ns", idx), exposed = column(t, "exposed_comm_ns", idx);
+      const other = busy.map((b, k) => Math.max(b - compute[k] - exposed[k], 0));
+      const parts = [compute, exposed, other, column(t, "idle_ns", idx)];
+      TIME_PARTS.forEach(([name, color], k) => {
+        data.push(stacked({
+          name, x: step, y: ms(parts[k]), legendgroup: name,
+          showlegend: i === 0, xaxis: "x" + (i ? i + 1 : ""), yaxis: "y", meta: [p.ti],
+          hovertemplate: "step %{x}<br>" + name + ": %{y:.3f} ms<extra>" + esc(p.label) + "</extra>",
+        }, i, color));
+      });
+    });
+    const layout = panelAxes({
+      barmode: "stack", height: 340, margin: { t: 40, r: 10, b: 40, l: 60 },
+      yaxis: { title: { text: "ms" } }, legend: { orientation: "h", y: 1.18 },
+      title: { text: "Step time: compute, exposed communication, other busy, idle", font: { size: 14 } },
+    }, SHOWN.length);
+    layout.margin.t = 80;
+    return plot("plot-time", data, layout);
+  }
+
+  function drawCategories() {
+    const data = [];
+    SHOWN.forEach((p, i) => {
+      const t = TRACES[p.ti], step = column(t, "step", p.idx), ax = "x" + (i ? i + 1 : "");
+      for (const cat of DATA.categories) {
+        const values = column(t, "cat_" + cat + "_ns", p.idx);
+        if (!values.some((v) => v > 0)) continue;
+        const [color] = CLASS_STYLE[cat] || ["#999"];
+        data.push(stacked({
+          name: cat, x: step, y: ms(values), legendgroup: cat,
+          showlegend: !data.some((d) => d.name === cat), xaxis: ax, yaxis: "y", meta: [p.ti],
+          hovertemplate: "step %{x}<br>" + cat + ": %{y:.3f} ms<extra>" + esc(p.label) + "</extra>",
+        }, i, color));
+      }
+      data.push({
+        type: "scatter", mode: step.length > MAX_BARS ? "lines" : "lines+markers", name: "step duration", x: step,
+        y: ms(column(t, "dur", p.idx)), line: { color: "#1d2330", width: 1.5 }, marker: { size: 4 },
+        legendgroup: "dur", showlegend: i === 0, xaxis: ax, yaxis: "y", meta: [p.ti],
+        hovertemplate: "step %{x}: %{y:.3f} ms<extra>" + esc(p.label) + "</extra>",
+      });
+    });
+    const layout = panelAxes({
+      barmode: "stack", height: 340, margin: { t: 80, r: 10, b: 40, l: 60 },
+      yaxis: { title: { text: "ms (sum over streams)" } }, legend: { orientation: "h", y: 1.18 },
+      title: { text: "Kernel time by category", font: { size: 14 } },
+    }, SHOWN.length);
+    return plot("plot-categories", data, layout);
+  }
+
+  function drawDurations() {
+    const data = [];
+    PANELS.forEach((p) => {
+      const t = TRACES[p.ti], step = column(t, "step", p.idx), dur = ms(column(t, "dur", p.idx));
+      const out = p.idx.map((i) => t.steps.outlier[i]);
+      data.push({
+        type: "scatter", mode: step.length > MAX_BARS ? "lines" : "lines+markers", name: esc(p.label),
+        x: step, y: dur, meta: [p.ti],
+        hovertemplate: "step %{x}: %{y:.3f} ms<extra>" + esc(p.label) + "</extra>",
+      });
+      const ox = step.filter((_, k) => out[k]), oy = dur.filter((_, k) => out[k]);
+      if (ox.length) {
+        data.push({
+          type: "scatter", mode: "markers", name: "outlier · " + esc(p.label), x: ox, y: oy,
+          marker: { symbol: "circle-open", size: step.length > MAX_BARS ? 6 : 13, color: "#c0392b", line: { width: 2 } },
+          meta: [p.ti],
+          hovertemplate: "outlier: step %{x}, %{y:.3f} ms<extra>" + esc(p.label) + "</extra>",
+        });
+      }
+    });
+    return plot("plot-durations", data, {
+      height: 300, margin: { t: 40, r: 10, b: 40, l: 60 }, showlegend: true,
+      title: { text: "Step duration (outliers circled: outside Tukey's fences)", font: { size: 14 } },
+      xaxis: stepAxis(), yaxis: { title: { text: "ms" } },
+    });
+  }
+
+  function drawCommOverlap() {
+    const data = PANELS.map((p) => {
+      const t = TRACES[p.ti];
+      return {
+        type: "scatter", mode: p.idx.length > MAX_BARS ? "lines" : "lines+markers", name: esc(p.label),
+        x: column(t, "step", p.idx),
+        y: column(t, "comm_overlap_ratio", p.idx).map((r) => (r === null ? null : 100 * r)),
+        customdata: column(t, "exposed_comm_ns", p.idx).map(fmtNs), meta: [p.ti],
+        hovertemplate: "step %{x}: %{y:.1f}% of communication overlapped, exposed %{customdata}<extra>" +
+          esc(p.label) + "</extra>",
+      };
+    });
+    return plot("plot-comm-overlap", data, {
+      height: 280, margin: { t: 40, r: 10, b: 40, l: 60 }, showlegend: true,
+      title: { text: "Compute-communication overlap per step (|comm ∩ compute| / |comm|)", font: { size: 14 } },
+      xaxis: stepAxis(), yaxis: { title: { text: "%" }, range: [0, 105] },
+    });
+  }
+
+  function drawOverlapMatrices() {
+    const box = document.getElementById("overlap-matrices"), done = [];
+    TRACES.forEach((t, ti) => {
+      t.overlap.forEach((m, k) => {
+        const id = "overlap-" + ti + "-" + k;
+        const label = (TRACES.length > 1 ? t.overview.label + " · " : "") + "rank " + m.rank + " dev " + m.device;
+        const names = m.streams.map((s) => "s" + s);
+        const z = m.ns.map((row) => row.map((v) => v / 1e6));
+        const more = m.streams_total > m.streams.length
+          ? " (busiest " + m.streams.length + " of " + m.streams_total + " streams)" : "";
+        box.append(el("div", { id, class: "plot" }));
+        done.push(plot(id, [{
+          type: "heatmap", x: names, y: names, z, colorscale: "Blues", reversescale: true, texttemplate: "%{z:.2f}",
+          hovertemplate: "%{y} × %{x}: %{z:.3f} ms<extra></extra>", colorbar: { title: { text: "ms" } },
+        }], {
+          height: 120 + 34 * names.length, margin: { t: 40, r: 10, b: 50, l: 60 },
+          title: { text: esc(label + more), font: { size: 13 } },
+          yaxis: { autorange: "reversed", type: "category" }, xaxis: { type: "category" },
+        }));
+      });
+    });
+    return done;
+  }
+
+  function plot(id, data, layout) {
+    const div = document.getElementById(id);
+    return Plotly.newPlot(div, data, layout, CONFIG).then(() => {
+      div.on("plotly_click", (ev) => {
+        const pt = ev.points && ev.points[0];
+        if (pt && pt.data.meta && typeof pt.x === "number") selectStep(pt.data.meta[0], pt.x, null, true);
+      });
+    });
+  }
+
+  // ---------- drill-down (Gantt) ----------
+  const GANTT = [];
+  function stepTimes(t) {  // step -> slowest window
+    const out = new Map();
+    t.steps.step.forEach((s, i) => out.set(s, Math.max(out.get(s) || 0, t.steps.dur[i])));
+    return out;
+  }
+  function buildGantts() {
+    const box = document.getElementById("gantts");
+    TRACES.forEach((t, ti) => {
+      const card = el("div", { class: "card" });
+      card.append(el("h3", { text: t.overview.label }));
+      const controls = el("div", { class: "controls" });
+      const times = stepTimes(t);
+      const select = el("select", { id: "step-select-" + ti, "aria-label": "step" });
+      for (const [s, dur] of times) {
+        const tags = Object.entries(t.defaults).filter(([, v]) => v === s).map(([k]) => k);
+        const missing = t.gantt[String(s)] ? "" : " · events not embedded";
+        select.append(el("option", { value: String(s), text: "step " + s + " · " + fmtNs(dur) +
+          (tags.length ? " · " + tags.join(", ") : "") + missing }));
+      }
+      const buttons = {};
+      for (const [name, s] of Object.entries(t.defaults)) {
+        buttons[name] = el("button", { type: "button", "data-preset": name, text: name + " (step " + s + ")" });
+        buttons[name].addEventListener("click", () => selectStep(ti, s, null, false));
+        controls.append(buttons[name]);
+      }
+      controls.append(el("span", { text: "step:" }), select);
+      select.addEventListener("change", () => selectStep(ti, Number(select.value), null, false));
+      const note = el("p", { class: "note" });
+      const div = el("div", { class: "plot gantt", id: "gantt-" + ti });
+      card.append(controls, note, div);
+      box.append(card);
+      GANTT[ti] = { select, buttons, note, div, card };
+    });
+  }
+  function laneLabel(g, lane, single) {
+    const [rank, device, stream] = g.lanes[lane];
+    const s = stream === null ? "?" : stream;
+    return single ? "stream " + s : "r" + rank + " d" + device + " s" + s;
+  }
+  function drawGantt(ti, step, finding) {
+    const t = TRACES[ti], g = t.gantt[String(step)], box = GANTT[ti];
+    box.select.value = String(step);
+    for (const [name, b] of Object.entries(box.buttons)) b.classList.toggle("active", t.defaults[name] === step);
+    box.div.setAttribute("data-step", String(step));
+    const layout = {
+      barmode: "overlay", margin: { t: 40, r: 10, b: 45, l: 110 }, showlegend: true,
+      legend: { orientation: "h", y: 1.0, yanchor: "bottom" },
+      xaxis: { title: { text: "µs from the step's start" }, zeroline: true },
+      yaxis: { type: "category", autorange: "reversed" }, shapes: [], hoverlabel: { align: "left" },
+    };
+    if (!g) {
+      box.note.textContent = "Raw events of step " + step + " are not embedded in this report " +
+        "(it keeps a few steps to stay small); rerun tracekit report with --steps " + step + ".";
+      layout.height = 200;
+      layout.annotations = [{ text: "step " + step + ": events not embedded", showarrow: false,
+        xref: "paper", yref: "paper", x: 0.5, y: 0.5 }];
+      return Plotly.react(box.div, [], layout, CONFIG);
+    }
+    const single = t.overview.series.length === 1;
+    const lanes = g.lanes.map((_, i) => laneLabel(g, i, single));
+    Object.assign(layout.yaxis, { categoryorder: "array", categoryarray: lanes });
+    const byClass = new Map();
+    g.start.forEach((_, i) => {
+      const c = g.cls[i];
+      if (!byClass.has(c)) byClass.set(c, []);
+      byClass.get(c).push(i);
+    });
+    const data = [];
+    // categories first, then fused comm, communication (thinner, so that the communication
+    // side of a fused operator shows inside it) and fallbacks on top
+    const layer = (c) => ({ fallback: 102, "fused comm": 100, communication: 101 })[DATA.classes[c]] || c;
+    for (const [c, idx] of [...byClass.entries()].sort((a, b) => layer(a[0]) - layer(b[0]))) {
+      const name = DATA.classes[c], [color, pattern] = CLASS_STYLE[name] || ["#999", ""];
+      data.push({
+        type: "bar", orientation: "h", name, y: idx.map((i) => lanes[g.lane[i]]),
+        width: name === "communication" ? 0.45 : 0.8,
+        base: idx.map((i) => g.start[i] / 1e3), x: idx.map((i) => Math.max(g.dur[i], 1) / 1e3),
+        marker: { color, line: { width: 0 }, pattern: pattern ? { shape: pattern, fgcolor: "#222", size: 6 } : undefined },
+        customdata: idx.map((i) => [
+          esc(t.strings[g.name[i]]), fmtNs(g.dur[i]), fmtNs(g.start[i]), lanes[g.lane[i]],
+          g.args[i] === null ? "" : esc(t.strings[g.args[i]]), DATA.kinds[g.kind[i]],
+        ]),
+        hovertemplate: "<b>%{customdata[0]}</b><br>%{customdata[5]} · " + name +
+          " · %{customdata[1]} at +%{customdata[2]}<br>%{customdata[3]}<br>%{customdata[4]}<extra></extra>",
+      });
+    }
+    for (const [rank, device, , dur] of g.windows) {
+      if (single) layout.shapes.push({ type: "line", x0: dur / 1e3, x1: dur / 1e3, yref: "paper", y0: 0, y1: 1,
+        line: { color: "#555", dash: "dot", width: 1 } });
+      void rank; void device;
+    }
+    if (finding && finding.evidence && Array.isArray(finding.evidence.ranges)) {
+      const w = g.windows.find((x) => x[0] === finding.rank && x[1] === finding.device) || g.windows[0];
+      for (const r of finding.evidence.ranges.slice(0, 200)) {
+        if (!Array.isArray(r) || r.length < 2) continue;
+        layout.shapes.push({ type: "rect", x0: (r[0] - w[2]) / 1e3, x1: (r[1] - w[2]) / 1e3, yref: "paper",
+          y0: 0, y1: 1, fillcolor: "rgba(255, 196, 0, 0.28)", line: { width: 0 }, layer: "below" });
+      }
+    }
+    layout.height = Math.max(220, 90 + 28 * lanes.length);
+    let text = "Step " + step + ": " + fmtInt(g.total) + " device events on " + lanes.length + " streams";
+    if (g.shown < g.total) text += "; showing the " + fmtInt(g.shown) + " longest (cap " + fmtInt(t.max_events) + ")";
+    if (finding) text += ". Highlighted: evidence of the " + finding.rule + " finding \u201c" + finding.title + "\u201d";
+    box.note.textContent = text + ".";
+    return Plotly.react(box.div, data, layout, CONFIG);
+  }
+  function emptyGantt(ti) {
+    GANTT[ti].note.textContent = "This trace has no device work in any step.";
+    return Plotly.newPlot(GANTT[ti].div, [], { height: 200, annotations: [{ text: "no device work",
+      showarrow: false, xref: "paper", yref: "paper", x: 0.5, y: 0.5 }] }, CONFIG);
+  }
+  function selectStep(ti, step, finding, scroll) {
+    const done = drawGantt(ti, step, finding);
+    if (scroll) GANTT[ti].card.scrollIntoView({ behavior: "smooth", block: "start" });
+    return done;
+  }
+
+  // ---------- tables ----------
+  function buildOverview() {
+    const labels = TRACES.map((t) => t.overview.label);
+    const o = TRACES.map((t) => t.overview);
+    const sev = (f) => Object.entries(f).sort((a, b) => (SEVERITY_ORDER[a[0]] ?? 9) - (SEVERITY_ORDER[b[0]] ?? 9))
+      .map(([k, v]) => v + " " + k).join(", ") || "none";
+    const rows = [
+      ["source", (x) => x.source || "-"], ["format", (x) => x.format || "-"], ["producer", (x) => x.producer || "-"],
+      ["devices", (x) => x.devices.map((d) => d.index + ": " + (d.name || "?")).join(", ") || "-"],
+      ["ranks", (x) => x.ranks.join(", ")], ["events", (x) => fmtInt(x.events) + " (" + fmtInt(x.work_events) + " device work)"],
+      ["span", (x) => fmtNs(x.span_ns)],
+      ["steps", (x) => x.steps.count + " by " + x.steps.method + " (confidence " + x.steps.confidence + ")"],
+      ["how steps were found", (x) => x.steps.detail],
+      ["step time median / p90 / max", (x) => [x.step_time.median, x.step_time.p90, x.step_time.max].map(fmtNs).join(" / ")],
+      ["all steps (sum of windows)", (x) => fmtNs(x.totals.dur)],
+      ["busy", (x) => fmtNs(x.totals.busy_ns)], ["compute", (x) => fmtNs(x.totals.compute_ns)],
+      ["communication", (x) => fmtNs(x.totals.comm_ns)],
+      ["exposed communication", (x) => fmtNs(x.totals.exposed_comm_ns)],
+      ["fused comm kernels", (x) => fmtNs(x.totals.fused_comm_ns)],
+      ["fallback kernels", (x) => fmtNs(x.totals.fallback_ns)],
+      ["idle", (x) => fmtNs(x.totals.idle_ns)], ["bubbles", (x) => fmtNs(x.totals.bubble_ns)],
+      ["findings", (x) => sev(x.findings)],
+      ["parser warnings", (x) => (x.warnings.length ? x.warnings.join("; ") : "none")],
+    ];
+    const t = table(["", ...labels], rows.map(([name, f]) => [name, ...o.map(f)]), ["text"]);
+    t.classList.add("overview");
+    document.getElementById("overview-table").append(t);
+    document.getElementById("subtitle").textContent = labels.join(" · ");
+  }
+  function buildStepTable() {
+    const cols = ["step", "rank", "device", "dur", "busy_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
+      "comm_overlap_ratio", "fused_comm_ns", "fallback_ns", "bubble_ns", "idle_ns"];
+    const box = document.getElementById("steps-table");
+    TRACES.forEach((t) => {
+      if (TRACES.length > 1) box.append(el("h3", { text: t.overview.label }));
+      const n = Math.min(t.steps.step.length, 2000);
+      const rows = [];
+      for (let i = 0; i < n; i++) {
+        rows.push(cols.map((c) => {
+          const v = t.steps[c][i];
+          return c === "comm_overlap_ratio" ? fmtPct(v) : c.endsWith("_ns") || c === "dur" ? fmtNs(v) : String(v);
+        }).concat(t.steps.outlier[i] ? ["outlier"] : [""]));
+      }
+      box.append(table([...cols.map((c) => c.replace(/_ns$/, "")), ""], rows));
+      if (n < t.steps.step.length) box.append(el("p", { class: "note", text: "First " + n + " of " + t.steps.step.length + " rows; all are in --format json." }));
+    });
+  }
+  function buildFindings() {
+    const box = document.getElementById("findings-list");
+    TRACES.forEach((t, ti) => {
+      if (TRACES.length > 1) box.append(el("h3", { text: t.overview.label }));
+      if (!t.findings.length) { box.append(el("p", { text: "No findings." })); return; }
+      const rules = new Map();
+      for (const f of t.findings) { if (!rules.has(f.rule)) rules.set(f.rule, []); rules.get(f.rule).push(f); }
+      for (const [rule, list] of rules) {
+        list.sort((a, b) => (SEVERITY_ORDER[a.severity] ?? 9) - (SEVERITY_ORDER[b.severity] ?? 9) || (a.step ?? -1) - (b.step ?? -1));
+        const counts = t.finding_counts[rule] || {};
+        const total = Object.values(counts).reduce((a, b) => a + b, 0);
+        const det = el("details", list.length <= 12 ? { class: "rule", open: "" } : { class: "rule" });
+        det.append(el("summary", { text: rule + " — " + Object.entries(counts)
+          .sort((a, b) => (SEVERITY_ORDER[a[0]] ?? 9) - (SEVERITY_ORDER[b[0]] ?? 9))
+          .map(([k, v]) => fmtInt(v) + " " + k).join(", ") }));
+        if (total > list.length) {
+          det.append(el("p", { class: "note", text: "The " + list.length + " most severe and largest of " +
+            fmtInt(total) + " are listed; tracekit report --format json has every one." }));
+        }
+        for (const f of list) det.append(findingNode(ti, f));
+        box.append(det);
+      }
+    });
+  }
+  function findingNode(ti, f) {
+    const node = el("div", { class: "finding" });
+    const head = el("div", {}, el("span", { class: "sev sev-" + f.severity, text: f.severity }));
+    if (f.step !== null && f.step !== undefined) {
+      const b = el("button", { type: "button", class: "step-link", text: "step " + f.step });
+      b.addEventListener("click", () => selectStep(ti, f.step, f, true));
+      head.append(b);
+    }
+    if (f.rank !== null && f.rank !== undefined) head.append(el("span", { class: "note", text: "rank " + f.rank + " dev " + f.device + " · " }));
+    head.append(el("span", { class: "title", text: f.title }));
+    node.append(head, el("div", { class: "detail", text: f.detail }));
+    const metrics = Object.entries(f.metrics || {}).map(([k, v]) =>
+      k + " " + (typeof v !== "number" ? String(v) : k.endsWith("_ns") ? fmtNs(v) : /share|ratio/.test(k) ? fmtPct(v) : fmtInt(v)));
+    if (metrics.length) node.append(el("div", { class: "metrics", text: metrics.join(" · ") }));
+    if (f.evidence && Object.keys(f.evidence).length) {
+      let text = JSON.stringify(f.evidence, null, 1);
+      if (text.length > 6000) text = text.slice(0, 6000) + "\n… (full evidence in --format json)";
+      node.append(el("details", {}, el("summary", { text: "evidence" }), el("pre", { text })));
+    }
+    return node;
+  }
+  function kernelTable(rows, shareLabel) {
+    return table(["kernel", "category", "count", "total", "mean", shareLabel, "steps"], rows.map((k) => {
+      const name = el("span", { title: k.name || "", text: k.label || k.name || "?" });
+      const category = el("span", { text: k.category || "-" });
+      const flag = k.is_fallback ? "fallback" : k.is_fused_comm ? "fused comm" : k.is_comm ? "communication" : null;
+      if (flag) category.append(el("span", { class: "tag", style: "background:" + CLASS_STYLE[flag][0], text: flag }));
+      return [name, category, fmtInt(k.count), fmtNs(k.total_ns), fmtNs(k.mean_ns), fmtPct(k.share), fmtInt(k.steps)];
+    }), ["name", "text"]);
+  }
+  function buildKernels() {
+    const box = document.getElementById("kernel-tables");
+    TRACES.forEach((t) => {
+      const card = el("div", { class: "card" }, el("h3", { text: t.overview.label + ": top kernels" }));
+      card.append(kernelTable(t.kernels, "share of device time"));
+      card.append(el("h3", { text: "Fallback kernels" }));
+      if (t.fallbacks.length) card.append(kernelTable(t.fallbacks, "share of compute"));
+      else card.append(el("p", { text: "None found." }));
+      box.append(card);
+    });
+  }
+
+  // ---------- start ----------
+  buildOverview();
+  buildStepTable();
+  buildGantts();
+  buildFindings();
+  buildKernels();
+  const drawn = [drawTime(), drawCategories(), drawDurations(), drawCommOverlap(), ...drawOverlapMatrices()];
+  TRACES.forEach((t, ti) => {
+    const first = t.defaults.first;
+    drawn.push(first === undefined ? emptyGantt(ti) : drawGantt(ti, first, null));
+  });
+  Promise.all(drawn).then(() => document.body.setAttribute("data-ready", "1"));
+})();
