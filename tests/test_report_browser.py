@@ -23,9 +23,15 @@ from tests.conftest import HOSTILE_FILE, HOSTILE_GPU, HOSTILE_NAMES, hostile_tra
 from tracekit.demo import demo_paths
 
 CHROMIUM = os.environ.get("TRACEKIT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-if not Path(CHROMIUM).exists():
-    pytest.skip(f"no Chromium at {CHROMIUM} (.ci/run installs it)", allow_module_level=True)
+# .ci/run sets TRACEKIT_REQUIRE_BROWSER=1: there a missing browser fails instead of skipping.
+if os.environ.get("TRACEKIT_REQUIRE_BROWSER") == "1":
+    import playwright.sync_api as sync_api
+
+    assert Path(CHROMIUM).exists(), f"no Chromium at {CHROMIUM}"
+else:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (.ci/run installs it)", allow_module_level=True)
 
 
 @dataclass
