@@ -17,6 +17,8 @@ _STEP_COLUMNS = {
     "compute": "compute_ns", "comm": "comm_ns", "exposed": "exposed_comm_ns",
     "overlap": "comm_overlap_ratio", "fallback": "fallback_ns", "bubbles": "bubble_ns",
 }  # fmt: skip
+# Columns kept first when the terminal is narrow; rank and dev only where they vary.
+_PRIORITY = ("step", "dur", "compute", "exposed", "overlap", "fallback", "bubbles", "comm", "busy")
 MAX_STEP_ROWS = 40
 BAR_WIDTH = 16
 # step time split for the inline bar: compute, exposed communication, other busy, idle
@@ -61,23 +63,40 @@ def render_steps(data: dict[str, Any], width: int = 200) -> Group:
         f"steps: {steps['count']} by {steps['method']} (confidence {steps['confidence']}): "
         f"{printable(steps['detail'])}"
     )
-    table = Table(title="per step", title_justify="left", box=None, header_style="bold")
-    for heading in _STEP_COLUMNS:
-        table.add_column(heading, justify="right", no_wrap=True)
-    if with_bar:
-        table.add_column("█ compute ▓ exposed ▒ other · idle", no_wrap=True)
+    table = Table(title="per step", title_justify="left", box=None, header_style="bold",
+                  padding=(0, 0, 0, 1))  # fmt: skip
     rows = data["step_metrics"]
     shown = (
         rows
         if len(rows) <= MAX_STEP_ROWS
         else rows[: MAX_STEP_ROWS // 2] + rows[-MAX_STEP_ROWS // 2 :]
     )
+    cells = {h: [_cell(k, row.get(k)) for row in shown] for h, k in _STEP_COLUMNS.items()}
+    headings = _fitting_columns(cells, width - (BAR_WIDTH + 1 if with_bar else 0))
+    for heading in headings:
+        table.add_column(heading, justify="right", no_wrap=True)
+    if with_bar:
+        table.add_column("█ compute ▓ exposed ▒ other · idle", no_wrap=True)
     for i, row in enumerate(shown):
         if len(rows) > MAX_STEP_ROWS and i == MAX_STEP_ROWS // 2:
-            table.add_row(*[Text("…")] * (len(_STEP_COLUMNS) + with_bar))
-        cells = [_cell(key, row.get(key)) for key in _STEP_COLUMNS.values()]
-        table.add_row(*cells, *([step_bar(row)] if with_bar else []))
+            table.add_row(*[Text("…")] * (len(headings) + with_bar))
+        table.add_row(*[cells[h][i] for h in headings], *([step_bar(row)] if with_bar else []))
     return Group(head, Text(), table)
+
+
+def _fitting_columns(cells: dict[str, list[Text]], width: int) -> list[str]:
+    """The step-table columns that fit in ``width``, in table order: rank and dev where
+    they vary, then the others by :data:`_PRIORITY`."""
+    varying = [h for h in ("rank", "dev") if len({c.plain for c in cells[h]}) > 1]
+    chosen: list[str] = []
+    used = 0
+    for heading in (*varying, *_PRIORITY):
+        need = 1 + max([len(heading), *(c.cell_len for c in cells[heading])])
+        if used + need > width and len(chosen) >= 2:
+            continue
+        chosen.append(heading)
+        used += need
+    return [h for h in _STEP_COLUMNS if h in chosen]
 
 
 def render_findings(findings: list[dict[str, Any]]) -> Group:
