@@ -11,7 +11,7 @@ from rich.console import Console
 from tests.conftest import run_cli
 from tracekit import stats
 from tracekit.reports import terminal
-from tracekit.reports.format import printable
+from tracekit.reports.format import distinct_short_names, printable
 from tracekit.timeline import Timeline, build_table
 
 ESC_NAME = "evil\x1b[2J\x1b]8;;http://x.example\x1b\\kern\x9b31m\x07"
@@ -94,6 +94,10 @@ def test_by_stream_table_shows_the_process() -> None:
     assert " device   pid  stream  events    busy \n      0  4242       7       2  100 ns " in text
 
 
-def testdistinct_labels_number_only_colliding_names() -> None:
-    rows = [{"name": f"void kern<{i}>(int)"} for i in range(3)] + [{"name": "gemm"}]
-    assert terminal.distinct_labels(rows, 40) == ["kern #1", "kern #2", "kern #3", "gemm"]
+def test_distinct_labels_mark_only_colliding_names() -> None:
+    names = [f"void kern<{i}>(int)" for i in range(3)] + ["gemm"]
+    assert distinct_short_names(names, 40) == ["kern #1", "kern #2", "kern #3", "gemm"]
+    tensile = "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_{}_MI16x16x1_SN_LDSB1" + "_X1" * 40
+    labels = distinct_short_names([tensile.format("MT64x16x256"), tensile.format("MT32x16x256")])
+    assert [label[-14:] for label in labels] == [" [MT64x16x256]", " [MT32x16x256]"]
+    assert all(len(label) <= 60 for label in labels)

@@ -66,20 +66,34 @@ def short_name(name: str | None, width: int = 60) -> str:
     return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
 
 
+HINT_MAX = 24  # longer identifiers (Tensile ``Cijk_…`` names) give their ``_`` parts as hints
+
+
+def _hint_tokens(name: str) -> list[str]:
+    """Identifiers of ``name`` that may tell it apart, each at most :data:`HINT_MAX` long."""
+    tokens = []
+    for ident in _IDENTIFIER.findall(name):
+        parts = [ident] if len(ident) <= HINT_MAX else ident.split("_")
+        tokens += [t for t in parts if 3 <= len(t) <= HINT_MAX and t not in _PLAIN]
+    return tokens
+
+
 def distinct_short_names(names: list[str], width: int = 60) -> list[str]:
-    """:func:`short_name` of each name; where different names shorten to one text, each gets
-    the first identifier of its own that the others lack (``[silu_kernel]``), else a number."""
-    labels = [short_name(name, width).rstrip() for name in names]
+    """Printable :func:`short_name` of each name; where different names shorten to one text,
+    each gets a short identifier of its own that the others lack (``[silu_kernel]``,
+    ``[MT64x16x256]``), else a number; labels stay within ``width``."""
+    labels = [printable(short_name(name, width)).rstrip() for name in names]
     groups: dict[str, list[int]] = {}
     for i, label in enumerate(labels):
         groups.setdefault(label, []).append(i)
     out = list(labels)
-    for label, members in groups.items():
+    for members in groups.values():
         if len(members) == 1:
             continue
-        tokens = [[t for t in _IDENTIFIER.findall(names[i]) if t not in _PLAIN] for i in members]
+        tokens = [_hint_tokens(names[i]) for i in members]
         for n, (i, own) in enumerate(zip(members, tokens), 1):
             others = set().union(*(set(t) for t in tokens if t is not own))
             hint = next((t for t in own if t not in others), None)
-            out[i] = f"{label} [{hint}]" if hint else f"{label} #{n}"
+            mark = f" [{hint}]" if hint else f" #{n}"
+            out[i] = printable(short_name(names[i], width - len(mark))).rstrip() + mark
     return out

@@ -14,8 +14,8 @@ import polars as pl
 
 from tracekit.analysis import Analysis
 from tracekit.intervals import lengths, merge
+from tracekit.reports.format import distinct_short_names
 from tracekit.reports.html_steps import step_times
-from tracekit.reports.terminal import distinct_labels
 from tracekit.rules.base import Finding
 
 TOTALS = ("dur", "busy_ns", "idle_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
@@ -87,7 +87,9 @@ def _by_name(rows: pl.DataFrame, whole_ns: int, top: int) -> list[dict[str, Any]
         .sort(["total_ns", "name"], descending=[True, False], nulls_last=True)
     )
     rows_out = table.head(top).to_dicts()
-    for row, label in zip(rows_out, distinct_labels(rows_out, LABEL_WIDTH)):
+    for row, label in zip(
+        rows_out, distinct_short_names([r["name"] for r in rows_out], LABEL_WIDTH)
+    ):
         row["label"] = label
     return rows_out
 

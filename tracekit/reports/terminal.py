@@ -6,7 +6,6 @@ Every cell that holds text from the trace is a :class:`rich.text.Text` built fro
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,7 +13,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from tracekit.reports.format import fmt_ns, fmt_pct, printable, short_name
+from tracekit.reports.format import distinct_short_names, fmt_ns, fmt_pct, printable
 
 
 def _text(value: object, default: str = "-") -> Text:
@@ -120,7 +119,7 @@ def render_summary(data: dict[str, Any], name_width: int = 60) -> Group:
     top = Table(title="top kernels", title_justify="left", box=None, header_style="bold")
     for col in ("kernel", "count", "total", "mean", "share"):
         top.add_column(col, justify="left" if col == "kernel" else "right", no_wrap=True)
-    labels = distinct_labels(data["top_kernels"], name_width)
+    labels = distinct_short_names([row["name"] for row in data["top_kernels"]], name_width)
     for row, label in zip(data["top_kernels"], labels):
         top.add_row(
             Text(label), _count(row["count"]), fmt_ns(row["total_ns"]),
@@ -128,18 +127,6 @@ def render_summary(data: dict[str, Any], name_width: int = 60) -> Group:
         )  # fmt: skip
     parts: list[Any] = [devices, Text(), kinds, Text(), streams, Text(), top]
     return Group(*parts, *_warnings(data.get("warnings", [])))
-
-
-def distinct_labels(rows: list[dict[str, Any]], width: int) -> list[str]:
-    """Short printable kernel names, numbered where different kernels shorten to one text."""
-    labels = [printable(short_name(row["name"], width - 3)) for row in rows]
-    total = Counter(labels)
-    seen: Counter[str] = Counter()
-    out = []
-    for label in labels:
-        seen[label] += 1
-        out.append(label if total[label] == 1 else f"{label} #{seen[label]}")
-    return out
 
 
 NO_COLOR = False  # set by ``tracekit --no-color``; NO_COLOR in the environment works too
