@@ -72,7 +72,8 @@ def test_summary_terminal_output_on_real_trace() -> None:
         assert heading in done.stdout
     assert "nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTT" in done.stdout
     narrow = run_cli("summary", str(_h200()), env={"COLUMNS": "80"})
-    assert "nvjet_hsh_256x128…x2_h_bz_coopA_NTT" in narrow.stdout
+    assert "nvjet_hsh_256x128_…_1x2_h_bz_coopA_NTT" in narrow.stdout
+    assert "at::native::…twise_kernel [AbsFunctor]" in narrow.stdout
 
 
 def test_convert_round_trip_keeps_every_row(tmp_path: Path) -> None:
