@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import mmap
 import os
 import re
 import subprocess
@@ -20,6 +21,7 @@ import sys
 import threading
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, BinaryIO
 
 import msgspec
@@ -204,6 +206,25 @@ def read_slice(stream: BinaryIO, size: int) -> bytearray:
         raise SystemExit("slice does not start at a comma between events")
     text[first] = ord("[")
     return text
+
+
+def map_slice(path: str | Path, piece: Slice, first: bool) -> tuple[mmap.mmap, memoryview]:
+    """One slice of a plain file as a JSON array of events, without reading it into memory: a
+    private (copy-on-write) mapping in which the comma before the slice's first event (or,
+    for the ``first`` slice, the array's own bracket) opens the array and the byte after its
+    last event closes it. Release the view before closing the mapping."""
+    with open(path, "rb") as fh:
+        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+    begin = piece.start - 1
+    if not first:
+        head = mapped[piece.start : piece.start + 256]
+        begin = piece.start + len(head) - len(head.lstrip())
+    if mapped[begin : begin + 1] != (b"[" if first else b","):
+        mapped.close()
+        raise ValueError("slice does not start at a comma between events")
+    mapped[begin] = ord("[")
+    mapped[piece.stop] = ord("]")
+    return mapped, memoryview(mapped)[begin : piece.stop + 1]
 
 
 def write_result(sink: BinaryIO, table: pa.Table, repairs: Counter[tuple[str, str]],

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import mmap
 import pickle
 import struct
 import threading
@@ -93,30 +94,42 @@ class _Worker(chunks.Worker):
         return self.answer
 
 
+def gzipped(path: Path) -> bool:
+    """True when the file starts with the gzip magic."""
+    with path.open("rb") as fh:
+        return fh.read(2) == GZIP_MAGIC
+
+
 def start(path: Path) -> list[_Worker]:
     """Start helper processes (before the file is read) when it is large enough to split."""
-    size = path.stat().st_size
-    with path.open("rb") as fh:
-        if fh.read(2) == GZIP_MAGIC:
-            size *= 8
+    size = path.stat().st_size * (8 if gzipped(path) else 1)
     return [_Worker() for _ in range(chunks.workers_for(size, MIN_BYTES) - 1)]
 
 
 def read_layers(
-    path: Path, data: bytes, include_python: bool, workers: list[_Worker]
+    path: Path, data: bytes | None, include_python: bool, workers: list[_Worker]
 ) -> Layers | None:
-    """The layers of ``data`` read by this process and ``workers``; None when it cannot be
-    split (or a slice fails), and the workers are stopped either way."""
+    """The layers of ``data`` (the text of a gzip file; None for a plain file, which is mapped,
+    not read) read by this process and ``workers``; None when it cannot be split (or a slice
+    fails), and the workers are stopped either way."""
+    mapped = None
     try:
-        return _read(path, data, include_python, workers) if workers else None
-    except (EOFError, OSError, pickle.UnpicklingError, TraceError):
+        if not workers:
+            return None
+        if data is None:
+            with path.open("rb") as fh:
+                mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        return _read(path, mapped if data is None else data, include_python, workers)
+    except (EOFError, OSError, ValueError, pickle.UnpicklingError, TraceError):
         return None
     finally:
+        if mapped is not None:
+            mapped.close()
         for worker in workers:
             worker.stop()
 
 
-def _read(path: Path, data: bytes, include_python: bool, workers: list[_Worker]) -> Layers | None:
+def _read(path: Path, data: Any, include_python: bool, workers: list[_Worker]) -> Layers | None:
     bare = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"["
     count = len(workers) + 1
     head = (len(data) + START_BYTES * (count - 1)) / count / len(data)
@@ -126,10 +139,10 @@ def _read(path: Path, data: bytes, include_python: bool, workers: list[_Worker])
     if planned is None:
         return None
     slices = planned[0]
-    plain = path.stat().st_size == len(data) and data[:2] != GZIP_MAGIC
+    plain = isinstance(data, mmap.mmap)
     for worker, piece in zip(workers, slices[1:]):
         worker.start(path, data, piece, plain)
-    own = scan(decode_bytes(path, chunks.slice_text(data, slices[0])))
+    own = scan(_decode_own(path, data, slices[0]))
     summaries = [own.summary] + [worker.summary() for worker in workers]
     out, roles, threads = resolve(summaries)
     for worker in workers:
@@ -140,3 +153,16 @@ def _read(path: Path, data: bytes, include_python: bool, workers: list[_Worker])
     if any(part is None for part in parts):
         return None
     return finish(out, parts)
+
+
+def _decode_own(path: Path, data: Any, piece: chunks.Slice) -> list[Any]:
+    """The events of this process's slice: from a mapping of a plain file (no copy) or from
+    the text of a gzip file."""
+    if not isinstance(data, mmap.mmap):
+        return decode_bytes(path, chunks.slice_text(data, piece))
+    mapped, text = chunks.map_slice(path, piece, first=True)
+    try:
+        return decode_bytes(path, text)
+    finally:
+        text.release()
+        mapped.close()

@@ -82,9 +82,9 @@ _LIST = msgspec.json.Decoder(list[Event])
 _OBJECT = msgspec.json.Decoder(_Wrapped)
 
 
-def decode_bytes(path: Path, data: bytes | bytearray) -> list[Event]:
+def decode_bytes(path: Path, data: bytes | bytearray | memoryview) -> list[Event]:
     """The events of a trace file's text (bare array or ``traceEvents`` object)."""
-    head = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
+    head = bytes(data[:4096]).lstrip(b"\xef\xbb\xbf \t\r\n")
     try:
         if head[:1] == b"[":
             return _LIST.decode(data)

@@ -193,8 +193,9 @@ def read_layers(path: Path, include_python: bool = False) -> Layers:
     from tracekit.parsers.msprof import parallel
 
     workers = parallel.start(path)
+    data = None
     try:
-        data = read_bytes(path)
+        data = read_bytes(path) if not workers or parallel.gzipped(path) else None
     except BaseException:
         for worker in workers:
             worker.stop()
@@ -202,7 +203,7 @@ def read_layers(path: Path, include_python: bool = False) -> Layers:
     found = parallel.read_layers(path, data, include_python, workers)
     if found is not None:
         return found
-    events = decode_bytes(path, data)
+    events = decode_bytes(path, read_bytes(path) if data is None else data)
     if not events:
         return Layers()
     whole = scan(events)
