@@ -77,13 +77,13 @@ def args_json(frame: pl.DataFrame, fields: Sequence[Field]) -> pl.Series:
         pieces.append(_pieces(key, column, kind))
     if not pieces:
         return pl.Series("args", [None] * frame.height, pl.String)
-    body = _join(pieces, frame.height)
-    text = pc.binary_join_element_wise(_LEFT, pc.utf8_slice_codeunits(body, 1), _RIGHT, _NONE)
-    args = pc.if_else(pc.equal(body, _NONE), pa.scalar(None, pa.large_string()), text)
-    return pl.Series("args", args, pl.String)
+    body = pl.concat_str(pl.all()) if len(pieces) > 1 else pl.all()
+    text = pl.concat_str(pl.lit("{"), body.str.slice(1), pl.lit("}"))
+    joined = pl.DataFrame(_join(pieces, frame.height))
+    return joined.select(pl.when(body != "").then(text).alias("args")).to_series()
 
 
-_LEFT, _RIGHT, _NONE = (pa.scalar(t, pa.large_string()) for t in ("{", "}", ""))
+_NONE = pa.scalar("", pa.large_string())
 
 
 def _pieces(key: str, column: pl.Series, kind: str) -> tuple[np.ndarray, pa.Array]:
@@ -99,9 +99,10 @@ def _pieces(key: str, column: pl.Series, kind: str) -> tuple[np.ndarray, pa.Arra
     return codes.astype(np.int64), texts
 
 
-def _join(pieces: list[tuple[np.ndarray, pa.Array]], n: int) -> pa.Array:
-    """The pieces of every row joined in order. Runs of few-valued columns are joined once per
-    distinct combination of their values and gathered, so the text is built mostly once."""
+def _join(pieces: list[tuple[np.ndarray, pa.Array]], n: int) -> list[pl.Series]:
+    """The pieces of every row, in order, as columns to concatenate. Runs of few-valued columns
+    are joined once per distinct combination of their values; every column is gathered from
+    its distinct texts (polars shares their bytes, so the row text is written once, later)."""
     few = max(n // 16, 1)
     groups: list[list[tuple[np.ndarray, pa.Array]]] = []
     width = 0
@@ -112,19 +113,30 @@ def _join(pieces: list[tuple[np.ndarray, pa.Array]], n: int) -> pa.Array:
         else:
             groups.append([(codes, texts)])
             width = len(texts) if len(texts) <= few else 0
-    joined = []
-    for group in groups:
-        if len(group) == 1:
-            joined.append(group[0][1].take(group[0][0]))
-            continue
-        key = np.zeros(n, dtype=np.int64)
-        for codes, texts in group:
-            key = key * len(texts) + codes
-        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        distinct = [texts.take(codes[first]) for codes, texts in group]
-        combined = pc.binary_join_element_wise(*distinct, _NONE)
-        joined.append(combined.take(inverse.reshape(-1)))
-    return pc.binary_join_element_wise(*joined, _NONE) if len(joined) > 1 else joined[0]
+    columns = []
+    for k, group in enumerate(groups):
+        codes, texts = group[0] if len(group) == 1 else _combine(group, n)
+        columns.append(pl.Series(f"_{k}", texts).gather(codes))
+    return columns
+
+
+def _combine(group: list[tuple[np.ndarray, pa.Array]], n: int) -> tuple[np.ndarray, pa.Array]:
+    """(code per row, text per distinct combination) of a run of few-valued pieces."""
+    width = int(np.prod([len(texts) for _, texts in group], dtype=object))
+    key = np.zeros(n, dtype=np.int64)
+    for codes, texts in group:
+        key = key * len(texts) + codes
+    if width <= 4 * n:  # a table of every possible combination: no sort
+        seen = np.zeros(width, dtype=bool)
+        seen[key] = True
+        combos, inverse = np.nonzero(seen)[0], (np.cumsum(seen) - 1)[key]
+    else:
+        combos, inverse = np.unique(key, return_inverse=True)
+    parts = []
+    for _, texts in reversed(group):
+        parts.append(texts.take(pa.array(combos % len(texts))))
+        combos = combos // len(texts)
+    return inverse.reshape(-1), pc.binary_join_element_wise(*reversed(parts), _NONE)
 
 
 def with_args(frame: pl.DataFrame, out: pl.DataFrame, fields: Sequence[Field]) -> pl.DataFrame:
