@@ -81,9 +81,10 @@ def attach(tasks: pl.DataFrame, details: pl.DataFrame) -> tuple[pl.DataFrame, pl
     pairs = []
     remaining = details
     if {"stream", "task_id"} <= set(details.columns):
-        by_ids = remaining.drop_nulls(["stream", "task_id", "start"]).sort("start")
+        by_ids = remaining.select("_d", "start", "stream", "task_id")
         found = (
-            by_ids.select("_d", "start", "stream", "task_id")
+            by_ids.drop_nulls(["stream", "task_id", "start"])
+            .sort("start")
             .join_asof(
                 right.drop_nulls(["stream", "task_id"]).select("_i", "ts", "stream", "task_id"),
                 left_on="start",
@@ -98,9 +99,9 @@ def attach(tasks: pl.DataFrame, details: pl.DataFrame) -> tuple[pl.DataFrame, pl
         pairs.append(found.select("_d", "_i"))
         remaining = remaining.filter(~pl.col("_d").is_in(found["_d"].implode()))
     if remaining.height and "name" in remaining.columns:
-        by_name = remaining.drop_nulls(["name", "start"]).sort("start")
+        by_name = remaining.select("_d", "start", "name").drop_nulls(["name", "start"])
         found = (
-            by_name.select("_d", "start", "name")
+            by_name.sort("start")
             .join_asof(
                 right.drop_nulls("name").select("_i", "ts", "name"),
                 left_on="start",
@@ -114,12 +115,17 @@ def attach(tasks: pl.DataFrame, details: pl.DataFrame) -> tuple[pl.DataFrame, pl
         )
         pairs.append(found.select("_d", "_i"))
     matched = pl.concat(pairs) if pairs else pl.DataFrame(schema={"_d": pl.UInt32, "_i": pl.UInt32})
-    matched = matched.unique("_i", keep="first", maintain_order=True).unique("_d", keep="first")
+    # a task takes its first match, and a detail row its first task
+    matched = matched.filter(pl.col("_i").is_first_distinct()).filter(
+        pl.col("_d").is_first_distinct()
+    )
     keep = [c for c in DETAIL_COLUMNS if c in details.columns]
-    joined = details.select("_d", *(pl.col(c).alias(f"d_{c}") for c in keep))
-    out = tasks.join(matched, on="_i", how="left").join(joined, on="_d", how="left")
+    row = pl.repeat(None, tasks.height, dtype=pl.UInt32, eager=True).scatter(
+        matched["_i"], matched["_d"]
+    )
+    joined = details.select(pl.col(c).gather(row).alias(f"d_{c}") for c in keep)
     unmatched = details.filter(~pl.col("_d").is_in(matched["_d"].implode())).drop("_d")
-    return out.drop("_i", "_d"), unmatched
+    return tasks.drop("_i").hstack(joined), unmatched
 
 
 def _col(frame: pl.DataFrame, name: str, dtype: Any = pl.String) -> pl.Expr:
