@@ -19,7 +19,7 @@ import polars as pl
 
 from tracekit.parsers.msprof import mc2
 from tracekit.parsers.msprof.engines import classify
-from tracekit.parsers.msprof.rows import NO_ID, Field, not_sentinel, with_args
+from tracekit.parsers.msprof.rows import NO_ID, Field, not_sentinel, per_distinct_row, with_args
 
 TOLERANCE_NS = 20_000
 DETAIL_COLUMNS = (
@@ -139,8 +139,12 @@ def task_rows(frame: pl.DataFrame, device: int | None, detail_time: bool = False
     and op_summary time the same task slightly differently; op_statistic sums the latter)."""
     d = lambda name, dtype=pl.String: _col(frame, f"d_{name}", dtype)  # noqa: E731
     c = lambda name, dtype=pl.String: _col(frame, name, dtype)  # noqa: E731
-    name = pl.coalesce(d("name"), c("name"), c("task_type"))
-    kind, engine, known = classify(d("core"), c("task_type"), name)
+    keys = frame.with_columns(
+        _n=pl.coalesce(d("name"), c("name"), c("task_type")), _c=d("core"), _t=c("task_type")
+    ).select("_n", "_c", "_t")
+    classes = per_distinct_row(keys, _classify)
+    frame = frame.with_columns(keys["_n"], *classes)
+    name, kind, engine = pl.col("_n"), pl.col("_kind"), pl.col("_engine")
     op_type = d("op_type")
     kernel = kind == "kernel"
     fields: list[Field] = [
@@ -193,11 +197,16 @@ def task_rows(frame: pl.DataFrame, device: int | None, detail_time: bool = False
             dev.cast(pl.Int32).alias("device"),
             c("stream", pl.Int64),
             c("corr", pl.Int64).alias("corr"),
-            (~known).alias("_unknown"),
+            pl.col("_unknown"),
             c("task_type").alias("_type"),
         ),
         fields,
     )
+
+
+def _classify(keys: pl.DataFrame) -> pl.DataFrame:
+    kind, engine, known = classify(pl.col("_c"), pl.col("_t"), pl.col("_n"))
+    return keys.select(kind.alias("_kind"), engine.alias("_engine"), (~known).alias("_unknown"))
 
 
 def detail_rows(details: pl.DataFrame, device: int | None) -> pl.DataFrame:

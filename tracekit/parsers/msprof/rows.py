@@ -7,7 +7,7 @@ ns); :func:`to_table` concatenates them and hands them to the timeline schema.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,21 +122,46 @@ def _join(pieces: list[tuple[np.ndarray, pa.Array]], n: int) -> list[pl.Series]:
 
 def _combine(group: list[tuple[np.ndarray, pa.Array]], n: int) -> tuple[np.ndarray, pa.Array]:
     """(code per row, text per distinct combination) of a run of few-valued pieces."""
-    width = int(np.prod([len(texts) for _, texts in group], dtype=object))
-    key = np.zeros(n, dtype=np.int64)
-    for codes, texts in group:
-        key = key * len(texts) + codes
-    if width <= 4 * n:  # a table of every possible combination: no sort
-        seen = np.zeros(width, dtype=bool)
-        seen[key] = True
-        combos, inverse = np.nonzero(seen)[0], (np.cumsum(seen) - 1)[key]
-    else:
-        combos, inverse = np.unique(key, return_inverse=True)
+    combos, inverse = combinations([(codes, len(texts)) for codes, texts in group], n)
     parts = []
     for _, texts in reversed(group):
         parts.append(texts.take(pa.array(combos % len(texts))))
         combos = combos // len(texts)
-    return inverse.reshape(-1), pc.binary_join_element_wise(*reversed(parts), _NONE)
+    return inverse, pc.binary_join_element_wise(*reversed(parts), _NONE)
+
+
+def combinations(columns: list[tuple[np.ndarray, int]], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(key of each distinct combination, per row the index of its combination) of ``n`` rows
+    of code columns, each given as (codes, how many codes)."""
+    width = int(np.prod([count for _, count in columns], dtype=object))
+    key = np.zeros(n, dtype=np.int64)
+    for codes, count in columns:
+        key = key * count + codes
+    if width <= 4 * n:  # a table of every possible combination: no sort
+        seen = np.zeros(width, dtype=bool)
+        seen[key] = True
+        return np.nonzero(seen)[0], (np.cumsum(seen) - 1)[key]
+    combos, inverse = np.unique(key, return_inverse=True)
+    return combos, inverse.reshape(-1)
+
+
+def per_distinct_row(
+    frame: pl.DataFrame, fn: Callable[[pl.DataFrame], pl.DataFrame]
+) -> pl.DataFrame:
+    """``fn`` (rows -> as many rows) evaluated once per distinct row of ``frame`` and gathered
+    back to every row: for lookups on a few repeated keys."""
+    columns = []
+    for name in frame.columns:
+        encoded = pc.dictionary_encode(frame[name].to_arrow())
+        if isinstance(encoded, pa.ChunkedArray):
+            encoded = encoded.combine_chunks()
+        count = len(encoded.dictionary) + 1  # the last code: null
+        codes = encoded.indices.fill_null(count - 1).to_numpy(zero_copy_only=False)
+        columns.append((codes.astype(np.int64), count))
+    combos, inverse = combinations(columns, frame.height)
+    first = np.zeros(len(combos), dtype=np.int64)
+    first[inverse] = np.arange(frame.height)  # any row of each combination: they are equal
+    return fn(frame[first]).select(pl.all().gather(inverse))
 
 
 def with_args(frame: pl.DataFrame, out: pl.DataFrame, fields: Sequence[Field]) -> pl.DataFrame:
