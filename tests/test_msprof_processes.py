@@ -3,6 +3,7 @@ fallback to it when a worker fails."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import polars as pl
@@ -28,18 +29,19 @@ def output(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _split_small_files(monkeypatch: pytest.MonkeyPatch, cpus: int) -> None:
     monkeypatch.setattr(parallel, "MIN_BYTES", 16 << 10)
-    monkeypatch.setattr(parallel, "START_BYTES", 0)
+    monkeypatch.setattr(parallel, "HEAD_EXTRA", 0)
     monkeypatch.setattr(chunks.os, "sched_getaffinity", lambda _pid: set(range(cpus)),
                         raising=False)  # fmt: skip
 
 
 def test_three_processes_give_the_one_process_timeline(
-    output: Path, monkeypatch: pytest.MonkeyPatch
+    output: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("TRACEKIT_PROCESSES", "1")
     serial = tracekit.load(output)
     monkeypatch.delenv("TRACEKIT_PROCESSES")
     _split_small_files(monkeypatch, 3)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where workers write their parts
     started = []
     original = parallel._Worker.start
 
@@ -52,16 +54,19 @@ def test_three_processes_give_the_one_process_timeline(
     assert len(started) == 2
     assert _frame(split).equals(_frame(serial))
     assert split.meta == serial.meta
+    assert list(tmp_path.iterdir()) == []  # the part files are removed
 
 
 def test_failed_worker_falls_back_to_one_process(
-    output: Path, monkeypatch: pytest.MonkeyPatch
+    output: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("TRACEKIT_PROCESSES", "1")
     serial = tracekit.load(output)
     monkeypatch.delenv("TRACEKIT_PROCESSES")
     _split_small_files(monkeypatch, 2)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     parts = []
     monkeypatch.setattr(parallel._Worker, "part", lambda self: parts.append(self))  # -> None
     assert _frame(tracekit.load(output)).equals(_frame(serial))
     assert len(parts) == 1  # the worker ran and its (failed) slice was asked for
+    assert list(tmp_path.iterdir()) == []

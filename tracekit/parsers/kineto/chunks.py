@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -51,10 +52,10 @@ class SliceResult:
 
 
 def plan(
-    data: bytes, workers: int, bare: bool = False, head: float | None = None
+    data: bytes, workers: int, bare: bool = False, at: Sequence[float] | None = None
 ) -> tuple[list[Slice], bytes] | None:
-    """Split the events array into ``workers`` slices of whole events: even ones, or the first
-    (the caller's own) ``head`` of the array and even ones of the rest.
+    """Split the events array into ``workers`` slices of whole events: even ones, or cut at the
+    fractions ``at`` of the array (one per cut, increasing).
 
     Returns the slices and the document with an empty events array (for its metadata), or
     None when the layout is not the expected ``{..."traceEvents": [ {...}, ... ] ...}`` (with
@@ -77,10 +78,7 @@ def plan(
     bounds = [first]
     size = last - first
     for k in range(1, workers):
-        if head is None:
-            cut = size * k // workers
-        else:
-            cut = int(size * (head + (1 - head) * (k - 1) / (workers - 1)))
+        cut = size * k // workers if at is None else int(size * at[k - 1])
         match = _BETWEEN_EVENTS.search(data, first + cut, last)
         if match is None or match.start() + 1 <= bounds[-1]:
             return None

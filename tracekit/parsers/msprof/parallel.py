@@ -4,31 +4,35 @@ Built on :mod:`tracekit.parsers.kineto.chunks` (slices of whole events, worker p
 The layers of a slice depend on metadata events anywhere in the file (process and thread
 names), so a worker (``python -m tracekit.parsers.msprof.worker``) answers in two steps: the
 :class:`~.trace_json.Summary` of its slice, then, given the roles and thread names of the
-whole file, the :class:`~.trace_layers.Part` of its slice. Messages are length-prefixed
-pickles. A plain (not gzip) file is read by each worker itself, from its byte range. Any
+whole file, the :class:`~.trace_layers.Part` of its slice, written to a temporary file (a
+pipe would make it wait until this process, busy with its own slice, reads). Messages are
+length-prefixed pickles. A plain (not gzip) file is mapped by every process, which decodes
+its byte range in place; the cuts between slices even out the work (:mod:`.split`). Any
 failure returns None and the caller reads the file in one process.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import mmap
+import os
 import pickle
 import struct
-import threading
+import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from tracekit.errors import TraceError
 from tracekit.parsers.kineto import chunks
 from tracekit.parsers.kineto.decode import GZIP_MAGIC
+from tracekit.parsers.msprof import split
 from tracekit.parsers.msprof.trace_decode import decode_bytes
 from tracekit.parsers.msprof.trace_json import Layers, finish, layers_of, resolve, scan
 
 MIN_BYTES = 128 << 20  # below this, starting workers costs more than it saves
-# a worker starts (imports) in about the time this process decodes this much JSON
-START_BYTES = 80 << 20
+# work (in bytes of JSON decoded, see .split) this process does besides its slice: it frees
+# its events and reads the op tables in a thread, while a worker starts and sends its part
+HEAD_EXTRA = 48 << 20
 MAX_HEAD = 0.8  # when this process would read more than this share, it reads alone
 MODULE = "tracekit.parsers.msprof.worker"
 _LENGTH = struct.Struct(">Q")
@@ -59,7 +63,7 @@ class _Worker(chunks.Worker):
 
     def __init__(self) -> None:
         super().__init__(MODULE)
-        self.answer: Any = None
+        self.target: Path | None = None
 
     def start(self, path: Path, data: bytes, piece: chunks.Slice, plain: bool) -> None:
         """Hand over the slice: its byte range in ``path``, or its bytes."""
@@ -76,22 +80,30 @@ class _Worker(chunks.Worker):
     def summary(self) -> Any:
         return receive(self.process.stdout)  # type: ignore[arg-type]
 
-    def finish(self, context: Any) -> None:
-        """Send the file's roles and thread names; collect the part in a background thread."""
-        send(self.process.stdin, context)  # type: ignore[arg-type]
+    def finish(self, context: tuple) -> None:
+        """Send the file's roles and thread names, and the name of the temporary file the
+        worker writes its part to (a pipe would have it wait for this busy process)."""
+        handle, name = tempfile.mkstemp(prefix="tracekit-part-")
+        os.close(handle)
+        self.target = Path(name)
+        send(self.process.stdin, (*context, name))  # type: ignore[arg-type]
         self.process.stdin.close()  # type: ignore[union-attr]
 
-        def read() -> None:
-            with contextlib.suppress(EOFError, OSError, pickle.UnpicklingError):
-                self.answer = receive(self.process.stdout)  # type: ignore[arg-type]
-
-        self._threads = [threading.Thread(target=read, daemon=True)]
-        self._threads[0].start()
-
     def part(self) -> Any:
-        for thread in self._threads:
-            thread.join()
-        return self.answer
+        """The worker's part, once it says it is written; None when it failed."""
+        try:
+            receive(self.process.stdout)  # type: ignore[arg-type]
+            return pickle.loads(self.target.read_bytes())
+        except (EOFError, OSError, pickle.UnpicklingError):
+            return None
+        finally:
+            self.target.unlink(missing_ok=True)
+
+    def stop(self) -> None:
+        """End the process and remove its part file."""
+        super().stop()
+        if self.target is not None:
+            self.target.unlink(missing_ok=True)
 
 
 def gzipped(path: Path) -> bool:
@@ -132,10 +144,10 @@ def read_layers(
 def _read(path: Path, data: Any, include_python: bool, workers: list[_Worker]) -> Layers | None:
     bare = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"["
     count = len(workers) + 1
-    head = (len(data) + START_BYTES * (count - 1)) / count / len(data)
-    if head > MAX_HEAD:
+    at = split.cuts(data, count, HEAD_EXTRA)
+    if at is None or at[0] > MAX_HEAD:
         return None
-    planned = chunks.plan(data, count, bare=bare, head=head)
+    planned = chunks.plan(data, count, bare=bare, at=at)
     if planned is None:
         return None
     slices = planned[0]

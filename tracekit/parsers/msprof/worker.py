@@ -2,7 +2,8 @@
 
 Reads a line of JSON (``path``, ``start`` and ``size`` of the slice in a plain file, or only
 ``size`` with the slice following on stdin), answers the slice's summary, reads the roles and
-thread names of the whole file, and answers the slice's layers (see :mod:`.parallel`).
+thread names of the whole file and the name of a file to write the slice's layers to, writes
+them and says so (see :mod:`.parallel`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import pickle
 import sys
 from pathlib import Path
 
@@ -33,9 +35,11 @@ def main() -> None:
     else:
         part = scan(decode_bytes(Path("<slice>"), read_slice(stdin, header["size"])))
     send(stdout, part.summary)
-    roles, threads, include_python = receive(stdin)
-    send(stdout, layers_of(part, roles, threads, include_python))
-    os._exit(0)  # the answer is sent: skip freeing millions of event objects one by one
+    roles, threads, include_python, target = receive(stdin)
+    with open(target, "wb") as fh:
+        pickle.dump(layers_of(part, roles, threads, include_python), fh, pickle.HIGHEST_PROTOCOL)
+    send(stdout, True)
+    os._exit(0)  # the answer is written: skip freeing millions of event objects one by one
 
 
 if __name__ == "__main__":
