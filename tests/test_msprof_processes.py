@@ -70,3 +70,32 @@ def test_failed_worker_falls_back_to_one_process(
     assert _frame(tracekit.load(output)).equals(_frame(serial))
     assert len(parts) == 1  # the worker ran and its (failed) slice was asked for
     assert list(tmp_path.iterdir()) == []
+
+
+def test_own_slice_is_read_again_when_the_file_context_differs(
+    output: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRACEKIT_PROCESSES", "1")
+    serial = tracekit.load(output)
+    monkeypatch.delenv("TRACEKIT_PROCESSES")
+    _split_small_files(monkeypatch, 2)
+    calls = []
+    original = parallel.layers_of
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(args[1])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(parallel, "layers_of", spy)
+    monkeypatch.setattr(parallel, "_agrees", lambda *_: False)
+    split = tracekit.load(output)
+    assert len(calls) == 2  # with its own slice's context, then with the file's
+    assert _frame(split).equals(_frame(serial))
+
+
+def test_contexts_agree_only_on_the_pids_of_the_slice() -> None:
+    mine = ({1: "hw", 2: "cann"}, {(1, 7): "Stream 7", (2, 3): "Thread 3"})
+    assert parallel._agrees([1, 2], mine, ({**mine[0], 9: "hccl"}, {**mine[1], (9, 1): "x"}))
+    assert not parallel._agrees([1, 2], mine, ({1: "hw"}, mine[1]))  # pid 2 has no role
+    assert not parallel._agrees([1], mine, (mine[0], {**mine[1], (1, 8): "Stream 8"}))
+    assert parallel._agrees([2], mine, (mine[0], {**mine[1], (1, 8): "Stream 8"}))

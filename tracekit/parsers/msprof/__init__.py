@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pyarrow.compute as pc
 
 from tracekit.errors import TraceError
 from tracekit.load import Probe
@@ -230,9 +229,8 @@ def _metadata(
         }
         if per_rank:
             meta["overlap_analysis_ns"] = per_rank
-    tagged = table.select(["kind", "args"]).filter(pc.match_substring(table["args"], '"mc2":'))
-    frame = pl.from_arrow(tagged).with_columns(pl.col("kind").cast(pl.String))  # type: ignore[union-attr]
-    meta["mc2"] = mc2.summary([frame])
+    frame = pl.from_arrow(table.select(["kind", "args"]))
+    meta["mc2"] = mc2.summary([frame.with_columns(pl.col("kind").cast(pl.String))])  # type: ignore[union-attr]
     meta["warnings"] = warnings
     return meta
 

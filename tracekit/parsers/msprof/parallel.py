@@ -19,6 +19,7 @@ import os
 import pickle
 import struct
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -155,16 +156,59 @@ def _read(path: Path, data: Any, include_python: bool, workers: list[_Worker]) -
     for worker, piece in zip(workers, slices[1:]):
         worker.start(path, data, piece, plain)
     own = scan(_decode_own(path, data, slices[0]))
-    summaries = [own.summary] + [worker.summary() for worker in workers]
-    out, roles, threads = resolve(summaries)
-    for worker in workers:
-        worker.finish((roles, threads, include_python))
-    parts = [layers_of(own, roles, threads, include_python)]
+    # the workers' summaries are gathered, and the file's context sent back, in a thread; this
+    # process meanwhile reads its layers with the context of its own slice, kept when the
+    # file's agrees on every pid of the slice
+    context = _Context(own.summary, workers, include_python)
+    _, roles, threads = resolve([own.summary])
+    mine = layers_of(own, roles, threads, include_python)
+    out, roles_all, threads_all = context.result()
+    if not _agrees(own.summary.pids, (roles, threads), (roles_all, threads_all)):
+        mine = layers_of(own, roles_all, threads_all, include_python)
     del own
-    parts += [worker.part() for worker in workers]
+    parts = [mine] + [worker.part() for worker in workers]
     if any(part is None for part in parts):
         return None
     return finish(out, parts)
+
+
+class _Context:
+    """The file's roles and thread names, resolved from every slice's summary in a thread and
+    sent to the workers as soon as the last summary arrives."""
+
+    def __init__(self, own: Any, workers: list[_Worker], include_python: bool) -> None:
+        self.found: Any = None
+        self.thread = threading.Thread(
+            target=self._run, args=(own, workers, include_python), daemon=True
+        )
+        self.thread.start()
+
+    def _run(self, own: Any, workers: list[_Worker], include_python: bool) -> None:
+        try:
+            self.found = resolve([own] + [worker.summary() for worker in workers])
+            for worker in workers:
+                worker.finish((self.found[1], self.found[2], include_python))
+        except BaseException as exc:  # handed to the caller by result()
+            self.found = exc
+
+    def result(self) -> tuple[Layers, dict, dict]:
+        self.thread.join()
+        if isinstance(self.found, BaseException):
+            raise self.found
+        return self.found
+
+
+def _agrees(pids: list[Any], mine: tuple[dict, dict], full: tuple[dict, dict]) -> bool:
+    """True when two contexts, (roles by pid, thread names by (pid, tid)), agree on every pid
+    of ``pids``: the layers of a slice with those pids then come out the same."""
+    keep = set(pids)
+    (roles, threads), (roles_all, threads_all) = mine, full
+
+    def local(names: dict) -> dict:
+        return {key: name for key, name in names.items() if key[0] in keep}
+
+    same_roles = all(roles.get(pid) == roles_all.get(pid) for pid in keep)
+    return same_roles and local(threads) == local(threads_all)
 
 
 def _decode_own(path: Path, data: Any, piece: chunks.Slice) -> list[Any]:

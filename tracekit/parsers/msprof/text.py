@@ -132,48 +132,73 @@ def read_text(source: Source, include_python: bool = False) -> Loaded:
         found = details["device"].drop_nulls().unique().to_list()
         dev = found[0] if len(found) == 1 else None
     loaded.device = dev
-    hw = layers.hardware
-    frames: list[pl.DataFrame] = []
-    all_hw = hw
+    all_hw = hw = layers.hardware
     if hw is not None:
         hw, _ = device.drop_ffts_parents(hw)
-        hw, tasks = hccl.match_planes(hw, layers.hccl_tasks)
-        layers.hccl_tasks = tasks
-        rows, unmatched = _enrich(hw, task_details, detail_time=False)
+        hw, layers.hccl_tasks = hccl.match_planes(hw, layers.hccl_tasks)
+    # the three row sets are independent; their polars and Arrow work releases the GIL
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        tasks = pool.submit(_device_rows, hw, source, task_details, dev)
+        comm = pool.submit(_hccl_rows, layers, all_hw, op_details, dev)
+        rest = pool.submit(_host_rows, layers, all_hw, dev)
+        frames, warnings = tasks.result()
+        frames += comm.result() + rest.result()
+    loaded.warnings += warnings
+    loaded.frames = frames
+    _meta(loaded, source, layers, details)
+    return loaded
+
+
+def _device_rows(
+    hw: pl.DataFrame | None, source: Source, details: pl.DataFrame | None, dev: int | None
+) -> tuple[list[pl.DataFrame], list[str]]:
+    """Device task rows (timeline hardware layer, else task_time, else the op table alone)
+    and the warning about op table rows that match no task."""
+    frames: list[pl.DataFrame] = []
+    unmatched = None
+    if hw is not None:
+        rows, unmatched = _enrich(hw, details, detail_time=False)
         frames.append(rows)
     else:
         task_time = _task_time(source.task_time)
         if task_time is not None:
-            rows, unmatched = _enrich(task_time, task_details, detail_time=True)
+            rows, unmatched = _enrich(task_time, details, detail_time=True)
             frames.append(rows)
-        elif task_details is not None:
-            frames.append(device.detail_rows(task_details, dev))
-            unmatched = None
-        else:
-            unmatched = None
+        elif details is not None:
+            frames.append(device.detail_rows(details, dev))
+    warnings = []
     if unmatched is not None and unmatched.height:
-        loaded.warnings.append(
+        warnings.append(
             f"{unmatched.height} op table rows match no device task; added from the table"
         )
         frames.append(device.detail_rows(unmatched, dev))
-    frames = [_with_device(f, dev) for f in frames]
+    return [_with_device(f, dev) for f in frames], warnings
+
+
+def _hccl_rows(
+    layers: Layers, hw: pl.DataFrame | None, op_details: pl.DataFrame | None, dev: int | None
+) -> list[pl.DataFrame]:
+    """HCCL operator rows (timeline, else op table) and plane task rows."""
+    frames = []
     if layers.hccl_ops is not None and layers.hccl_ops.height:
-        ops = hccl.op_streams(layers.hccl_ops, all_hw, layers.hccl_tasks)
+        ops = hccl.op_streams(layers.hccl_ops, hw, layers.hccl_tasks)
         frames.append(hccl.op_rows(ops, dev))
     elif op_details is not None and op_details.height:
         frames.append(hccl.detail_ops(op_details, dev))
     if layers.hccl_tasks is not None and layers.hccl_tasks.height:
         frames.append(hccl.task_rows(layers.hccl_tasks, layers.hccl_ops, dev))
+    return frames
+
+
+def _host_rows(layers: Layers, hw: pl.DataFrame | None, dev: int | None) -> list[pl.DataFrame]:
+    """Host rows (Python ops linked to their tasks, API calls) and step ranges."""
+    frames = []
     for frame in layers.host:
-        frame = (
-            host.link_ops(frame, layers.flows, all_hw) if (frame["kind"] == "op").any() else frame
-        )
+        frame = host.link_ops(frame, layers.flows, hw) if (frame["kind"] == "op").any() else frame
         frames.append(host.host_rows(frame))
     if layers.steps is not None and layers.steps.height:
         frames.append(host.step_rows(layers.steps, dev))
-    loaded.frames = frames
-    _meta(loaded, source, layers, details)
-    return loaded
+    return frames
 
 
 def _with_device(frame: pl.DataFrame, dev: int | None) -> pl.DataFrame:
