@@ -4,8 +4,9 @@ Built on :mod:`tracekit.parsers.kineto.chunks` (slices of whole events, worker p
 The layers of a slice depend on metadata events anywhere in the file (process and thread
 names), so a worker (``python -m tracekit.parsers.msprof.worker``) answers in two steps: the
 :class:`~.trace_json.Summary` of its slice, then, given the roles and thread names of the
-whole file, the :class:`~.trace_layers.Part` of its slice, written to a temporary file (a
-pipe would make it wait until this process, busy with its own slice, reads). Messages are
+whole file, the :class:`~.trace_layers.Part` of its slice, written to a temporary folder
+(:mod:`.part_io`; a pipe would make it wait until this process, busy with its own slice,
+reads). Messages are
 length-prefixed pickles. A plain (not gzip) file is mapped by every process, which decodes
 its byte range in place; the cuts between slices even out the work (:mod:`.split`). Any
 failure returns None and the caller reads the file in one process.
@@ -15,25 +16,28 @@ from __future__ import annotations
 
 import json
 import mmap
-import os
 import pickle
+import shutil
 import struct
 import tempfile
 import threading
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import polars as pl
+
 from tracekit.errors import TraceError
 from tracekit.parsers.kineto import chunks
 from tracekit.parsers.kineto.decode import GZIP_MAGIC
 from tracekit.parsers.msprof import split
+from tracekit.parsers.msprof.part_io import load_part
 from tracekit.parsers.msprof.trace_decode import decode_bytes
 from tracekit.parsers.msprof.trace_json import Layers, finish, layers_of, resolve, scan
 
 MIN_BYTES = 128 << 20  # below this, starting workers costs more than it saves
 # work (in bytes of JSON decoded, see .split) this process does besides its slice: it frees
 # its events and reads the op tables in a thread, while a worker starts and sends its part
-HEAD_EXTRA = 48 << 20
+HEAD_EXTRA = -(128 << 20)
 MAX_HEAD = 0.8  # when this process would read more than this share, it reads alone
 MODULE = "tracekit.parsers.msprof.worker"
 _LENGTH = struct.Struct(">Q")
@@ -82,29 +86,27 @@ class _Worker(chunks.Worker):
         return receive(self.process.stdout)  # type: ignore[arg-type]
 
     def finish(self, context: tuple) -> None:
-        """Send the file's roles and thread names, and the name of the temporary file the
-        worker writes its part to (a pipe would have it wait for this busy process)."""
-        handle, name = tempfile.mkstemp(prefix="tracekit-part-")
-        os.close(handle)
-        self.target = Path(name)
-        send(self.process.stdin, (*context, name))  # type: ignore[arg-type]
+        """Send the file's roles and thread names, and the temporary folder the worker writes
+        its part to (a pipe would have it wait for this busy process)."""
+        self.target = Path(tempfile.mkdtemp(prefix="tracekit-part-"))
+        send(self.process.stdin, (*context, str(self.target)))  # type: ignore[arg-type]
         self.process.stdin.close()  # type: ignore[union-attr]
 
     def part(self) -> Any:
         """The worker's part, once it says it is written; None when it failed."""
         try:
             receive(self.process.stdout)  # type: ignore[arg-type]
-            return pickle.loads(self.target.read_bytes())
-        except (EOFError, OSError, pickle.UnpicklingError):
+            return load_part(self.target)  # type: ignore[arg-type]
+        except (EOFError, OSError, pickle.UnpicklingError, pl.exceptions.PolarsError):
             return None
         finally:
-            self.target.unlink(missing_ok=True)
+            shutil.rmtree(self.target, ignore_errors=True)  # type: ignore[arg-type]
 
     def stop(self) -> None:
-        """End the process and remove its part file."""
+        """End the process and remove its part folder."""
         super().stop()
         if self.target is not None:
-            self.target.unlink(missing_ok=True)
+            shutil.rmtree(self.target, ignore_errors=True)
 
 
 def gzipped(path: Path) -> bool:
