@@ -13,7 +13,7 @@ import tracekit
 from fixtures.ascend_scenario import build_ascend_scenario
 from fixtures.ascend_text_writer import write_torch_npu
 from tracekit.parsers.kineto import chunks
-from tracekit.parsers.msprof import parallel
+from tracekit.parsers.msprof import device, parallel, rows
 
 
 def _frame(tl: tracekit.Timeline) -> pl.DataFrame:
@@ -99,3 +99,24 @@ def test_contexts_agree_only_on_the_pids_of_the_slice() -> None:
     assert not parallel._agrees([1, 2], mine, ({1: "hw"}, mine[1]))  # pid 2 has no role
     assert not parallel._agrees([1], mine, (mine[0], {**mine[1], (1, 8): "Stream 8"}))
     assert parallel._agrees([2], mine, (mine[0], {**mine[1], (1, 8): "Stream 8"}))
+
+
+def test_task_rows_built_in_halves_are_the_rows_built_at_once(
+    output: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRACEKIT_PROCESSES", "1")
+    monkeypatch.setattr(rows, "HALVES_FROM", 10**9)
+    whole = tracekit.load(output)
+    heights = []
+    original = device.task_rows
+
+    def spy(frame, *args):  # type: ignore[no-untyped-def]
+        heights.append(frame.height)
+        return original(frame, *args)
+
+    monkeypatch.setattr(device, "task_rows", spy)
+    monkeypatch.setattr(rows, "HALVES_FROM", 2)
+    split = tracekit.load(output)
+    assert len(heights) == 2 and abs(heights[0] - heights[1]) <= 1  # two halves
+    assert _frame(split).equals(_frame(whole))
+    assert split.meta == whole.meta

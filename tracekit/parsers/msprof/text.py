@@ -19,7 +19,7 @@ from tracekit.parsers.msprof import device, hccl, host
 from tracekit.parsers.msprof.csv_tables import read_op_details, read_step_trace, read_task_time
 from tracekit.parsers.msprof.layout import Source
 from tracekit.parsers.msprof.meta import PLATFORMS, clock_anchor, device_info, profiler_settings
-from tracekit.parsers.msprof.rows import Loaded
+from tracekit.parsers.msprof.rows import Loaded, in_halves
 from tracekit.parsers.msprof.trace_json import Layers, read_layers
 
 EPOCH_MIN_NS = 10**17  # 1973: anything earlier is a monotonic clock, not the epoch
@@ -211,9 +211,9 @@ def _enrich(
     tasks: pl.DataFrame, details: pl.DataFrame | None, detail_time: bool
 ) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     if details is None or not details.height:
-        return device.task_rows(tasks, None), None
+        return in_halves(device.task_rows, tasks, None), None
     joined, unmatched = device.attach(tasks, details)
-    return device.task_rows(joined, None, detail_time), unmatched
+    return in_halves(device.task_rows, joined, None, detail_time), unmatched
 
 
 def _meta(loaded: Loaded, source: Source, layers: Layers, details: pl.DataFrame | None) -> None:
