@@ -78,10 +78,19 @@ def args_json(frame: pl.DataFrame, fields: Sequence[Field]) -> pl.Series:
         pieces.append(_pieces(key, column, kind))
     if not pieces:
         return pl.Series("args", [None] * frame.height, pl.String)
-    body = pl.concat_str(pl.all()) if len(pieces) > 1 else pl.all()
+    groups = _join(pieces, frame.height)
+    if len(groups) == 1:  # one text per distinct combination: wrapped before it is gathered
+        codes, texts = groups[0]
+        return _wrap(pl.Series("_0", texts), pl.all()).gather(codes)
+    columns = [pl.Series(f"_{k}", texts).gather(codes) for k, (codes, texts) in enumerate(groups)]
+    return _wrap(pl.DataFrame(columns), pl.concat_str(pl.all()))
+
+
+def _wrap(pieces: pl.DataFrame | pl.Series, body: pl.Expr) -> pl.Series:
+    """``{...}`` around the joined pieces (each starting with a comma); null when none."""
     text = pl.concat_str(pl.lit("{"), body.str.slice(1), pl.lit("}"))
-    joined = pl.DataFrame(_join(pieces, frame.height))
-    return joined.select(pl.when(body != "").then(text).alias("args")).to_series()
+    frame = pieces.to_frame() if isinstance(pieces, pl.Series) else pieces
+    return frame.select(pl.when(body != "").then(text).alias("args")).to_series()
 
 
 _NONE = pa.scalar("", pa.large_string())
@@ -100,10 +109,10 @@ def _pieces(key: str, column: pl.Series, kind: str) -> tuple[np.ndarray, pa.Arra
     return codes.astype(np.int64), texts
 
 
-def _join(pieces: list[tuple[np.ndarray, pa.Array]], n: int) -> list[pl.Series]:
-    """The pieces of every row, in order, as columns to concatenate. Runs of few-valued columns
-    are joined once per distinct combination of their values; every column is gathered from
-    its distinct texts (polars shares their bytes, so the row text is written once, later)."""
+def _join(pieces: list[tuple[np.ndarray, pa.Array]], n: int) -> list[tuple[np.ndarray, pa.Array]]:
+    """The pieces of every row, in order, as (code per row, texts) groups to gather and
+    concatenate. Runs of few-valued columns are joined once per distinct combination of their
+    values (polars shares the bytes of gathered texts, so the row text is written once)."""
     few = max(n // 16, 1)
     groups: list[list[tuple[np.ndarray, pa.Array]]] = []
     width = 0
@@ -114,11 +123,7 @@ def _join(pieces: list[tuple[np.ndarray, pa.Array]], n: int) -> list[pl.Series]:
         else:
             groups.append([(codes, texts)])
             width = len(texts) if len(texts) <= few else 0
-    columns = []
-    for k, group in enumerate(groups):
-        codes, texts = group[0] if len(group) == 1 else _combine(group, n)
-        columns.append(pl.Series(f"_{k}", texts).gather(codes))
-    return columns
+    return [group[0] if len(group) == 1 else _combine(group, n) for group in groups]
 
 
 def _combine(group: list[tuple[np.ndarray, pa.Array]], n: int) -> tuple[np.ndarray, pa.Array]:
