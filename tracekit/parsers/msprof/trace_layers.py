@@ -59,6 +59,11 @@ def build(reader: Reader, role: np.ndarray, include_python: bool) -> Part:
     return out
 
 
+def _field(items: list[Any], name: str) -> list[Any]:
+    """The attribute ``name`` of every item (read in C)."""
+    return list(map(attrgetter(name), items))
+
+
 def _hardware(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
     step_rows = reader.per_thread(idx, lambda p, t, n: (n or "").startswith("Step Trace"))
     step_rows = step_rows.astype(bool)
@@ -70,13 +75,13 @@ def _hardware(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
     events = reader.pick(idx)
     base = reader.base(events, "Ascend Hardware")
     args = reader.args(events)
-    get = lambda key: list(map(attrgetter(key), args))  # noqa: E731
+    get = lambda key: _field(args, key)  # noqa: E731
     physic, stream_id = get("physic_stream"), get("stream_id")
     stream = pc.coalesce(ints(physic), ints(stream_id), reader.ids("tid", idx))
     columns = {
         "ts": base["ts"],
         "dur": base["dur"],
-        "name": texts([e.name for e in events]),
+        "name": texts(_field(events, "name")),
         "task_type": texts(get("task_type")),
         "stream": stream,
         "task_id": ints(get("task_id")),
@@ -131,11 +136,11 @@ def _hccl(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
         ops = take(events, ops_at)
         base = reader.base(ops, "HCCL")
         args = reader.args(ops)
-        get = lambda key: list(map(attrgetter(key), args))  # noqa: E731
+        get = lambda key: _field(args, key)  # noqa: E731
         columns = {
             "ts": base["ts"],
             "dur": base["dur"],
-            "name": texts([e.name for e in ops]),
+            "name": texts(_field(ops, "name")),
             "thread": texts(group[ops_at]),
             "corr": ints(get("connection_id")),
             "model_id": ints(get("hccl_model_id")),
@@ -150,11 +155,11 @@ def _hccl(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
         tasks = take(events, tasks_at)
         base = reader.base(tasks, "HCCL task")
         args = reader.args(tasks)
-        get = lambda key: list(map(attrgetter(key), args))  # noqa: E731
+        get = lambda key: _field(args, key)  # noqa: E731
         columns = {
             "ts": base["ts"],
             "dur": base["dur"],
-            "name": texts([e.name for e in tasks]),
+            "name": texts(_field(tasks, "name")),
             "thread": texts(group[tasks_at]),
             "plane": pa.array(plane_no[tasks_at]),
             "stream": ints(get("plane_stream")),
@@ -187,7 +192,7 @@ def _host_frame(
         "ts": base["ts"],
         "dur": base["dur"],
         "kind": pa.repeat(kind, len(events)),
-        "name": texts(list(map(attrgetter("name"), events))),
+        "name": texts(_field(events, "name")),
         "pid": reader.ids("pid", idx),
         "tid": reader.ids("tid", idx),
         **extra(reader.args(events)),
@@ -198,9 +203,9 @@ def _host_frame(
 def _cann(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
     def extra(args: list[Args]) -> dict[str, Any]:
         return {
-            "corr": ints([a.connection_id for a in args]),
-            "level": texts([a.level for a in args]),
-            "mode": texts([a.mode for a in args]),
+            "corr": ints(_field(args, "connection_id")),
+            "level": texts(_field(args, "level")),
+            "mode": texts(_field(args, "mode")),
         }
 
     out.host["cann"] = _host_frame(reader, idx, "api", "CANN", extra)
@@ -221,8 +226,8 @@ def _python(reader: Reader, idx: np.ndarray, out: Part, python: bool) -> None:
 
         def extra(args: list[Args], kind: str = kind) -> dict[str, Any]:
             if kind == "api":
-                return {"queue_corr": ints([a.correlation_id for a in args])}
-            return {"seq": ints([a.seq for a in args])} if kind == "op" else {}
+                return {"queue_corr": ints(_field(args, "correlation_id"))}
+            return {"seq": ints(_field(args, "seq"))} if kind == "op" else {}
 
         site = f"Python#{kind}"
         out.host[kind] = _host_frame(
@@ -252,9 +257,9 @@ def _step_frame(reader: Reader, idx: np.ndarray, site: str) -> pl.DataFrame:
     columns = {
         "ts": base["ts"],
         "dur": base["dur"],
-        "name": texts([e.name for e in events]),
+        "name": texts(_field(events, "name")),
         "cat": reader.cat.take(idx),
-        "iteration": ints([a.iteration_id for a in args]),
+        "iteration": ints(_field(args, "iteration_id")),
     }
     return frame(columns, base["keep"])
 
@@ -265,11 +270,11 @@ def _flows(reader: Reader, out: Part) -> None:
     if not len(idx):
         return
     events = reader.pick(idx)
-    ts, ok = json_us_ns([e.ts for e in events])
+    ts, ok = json_us_ns(_field(events, "ts"))
     frame = pl.DataFrame(
         {
             "ph": reader.ph.take(idx),
-            "id": texts([e.id for e in events]),
+            "id": texts(_field(events, "id")),
             "pid": reader.ids("pid", idx),
             "tid": reader.ids("tid", idx),
             "ts": ts,
