@@ -133,14 +133,14 @@ def read_text(source: Source, include_python: bool = False) -> Loaded:
         dev = found[0] if len(found) == 1 else None
     loaded.device = dev
     all_hw = hw = layers.hardware
-    if hw is not None:
-        hw, _ = device.drop_ffts_parents(hw)
-        hw, layers.hccl_tasks = hccl.match_planes(hw, layers.hccl_tasks)
     # the three row sets are independent; their polars and Arrow work releases the GIL
     with ThreadPoolExecutor(max_workers=3) as pool:
+        rest = pool.submit(_host_rows, layers, all_hw, dev)
+        if hw is not None:
+            hw, _ = device.drop_ffts_parents(hw)
+            hw, layers.hccl_tasks = hccl.match_planes(hw, layers.hccl_tasks)
         tasks = pool.submit(_device_rows, hw, source, task_details, dev)
         comm = pool.submit(_hccl_rows, layers, all_hw, op_details, dev)
-        rest = pool.submit(_host_rows, layers, all_hw, dev)
         frames, warnings = tasks.result()
         frames += comm.result() + rest.result()
     loaded.warnings += warnings
