@@ -22,6 +22,7 @@ the earliest row; ``origin_ns`` is its epoch time.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -167,8 +168,10 @@ def parse(path: Path, progress: Progress | None = None, include_python: bool = F
         )
     note("assembling")
     origin = first_ts(frames) or 0
-    table = to_table(frames, origin)
-    meta = _metadata(path, loaded, ranks, table, warnings)
+    with ThreadPoolExecutor(max_workers=1) as pool:  # both release the GIL
+        counts = pool.submit(mc2.summary, frames)
+        table = to_table(frames, origin)
+        meta = _metadata(path, loaded, ranks, table, warnings, counts)
     meta["origin_ns"] = None if any(x.monotonic for x in loaded) else origin
     if meta["origin_ns"] is None:
         meta["clock"] = {"domain": "CLOCK_MONOTONIC_RAW", "zero_ns": origin}
@@ -189,7 +192,12 @@ def sniff_db_trace(path: Path) -> bool:
 
 
 def _metadata(
-    path: Path, loaded: list[Loaded], ranks: list[int], table: Any, warnings: list[str]
+    path: Path,
+    loaded: list[Loaded],
+    ranks: list[int],
+    table: Any,
+    warnings: list[str],
+    mc2_counts: Future,
 ) -> dict[str, Any]:
     meta = empty_meta()
     first = loaded[0].meta
@@ -229,8 +237,7 @@ def _metadata(
         }
         if per_rank:
             meta["overlap_analysis_ns"] = per_rank
-    frame = pl.from_arrow(table.select(["kind", "args"]))
-    meta["mc2"] = mc2.summary([frame.with_columns(pl.col("kind").cast(pl.String))])  # type: ignore[union-attr]
+    meta["mc2"] = mc2_counts.result()
     meta["warnings"] = warnings
     return meta
 
