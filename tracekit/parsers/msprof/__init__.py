@@ -3,7 +3,8 @@ output (text and db exports), ``msprof_*.db`` files and folders holding several 
 
 Modules, one job each: :mod:`.layout` (which files a path names), :mod:`.trace_json` (timeline
 JSON -> per-layer frames; decoded by :mod:`.trace_decode`, layers built by :mod:`.trace_layers`,
-large files split over processes by :mod:`.parallel` and :mod:`.worker`), :mod:`.csv_tables`
+large files split over processes by :mod:`.parallel` and :mod:`.worker`, cut where the work
+evens out by :mod:`.split`, parts handed back through :mod:`.part_io`), :mod:`.csv_tables`
 (op_summary / kernel_details / task_time / step_trace_time), :mod:`.db` (SQLite exports),
 :mod:`.device` (tasks joined with op details), :mod:`.engines` (the three task-type vocabularies
 -> kind and engine), :mod:`.hccl` (collectives and their plane tasks, counted once), :mod:`.mc2`

@@ -35,8 +35,10 @@ from tracekit.parsers.msprof.trace_decode import decode_bytes
 from tracekit.parsers.msprof.trace_json import Layers, finish, layers_of, resolve, scan
 
 MIN_BYTES = 128 << 20  # below this, starting workers costs more than it saves
-# work (in bytes of JSON decoded, see .split) this process does besides its slice: it frees
-# its events and reads the op tables in a thread, while a worker starts and sends its part
+# work (in bytes of JSON decoded, see .split) this process does besides its slice, less what
+# a worker does besides its own: this process frees its events and reads the op tables in a
+# thread; a worker starts (imports) and writes its part. Negative: the worker's extra weighs
+# more (measured on the 1M-task bench, 2 cores)
 HEAD_EXTRA = -(128 << 20)
 MAX_HEAD = 0.8  # when this process would read more than this share, it reads alone
 MODULE = "tracekit.parsers.msprof.worker"
