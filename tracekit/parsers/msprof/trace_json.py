@@ -12,6 +12,7 @@ matched by their name, never by tid (msprof changed the tid order in 2026).
 
 from __future__ import annotations
 
+import mmap
 import re
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -201,7 +202,7 @@ def read_layers(path: Path, include_python: bool = False) -> Layers:
     workers = parallel.start(path)
     data = None
     try:
-        data = read_bytes(path) if not workers or parallel.gzipped(path) else None
+        data = read_bytes(path) if parallel.gzipped(path) else None
     except BaseException:
         for worker in workers:
             worker.stop()
@@ -209,9 +210,23 @@ def read_layers(path: Path, include_python: bool = False) -> Layers:
     found = parallel.read_layers(path, data, include_python, workers)
     if found is not None:
         return found
-    events = decode_bytes(path, read_bytes(path) if data is None else data)
+    events = decode_bytes(path, data) if data is not None else _decode_mapped(path)
     if not events:
         return Layers()
     whole = scan(events)
     out, roles, threads = resolve([whole.summary])
     return finish(out, [layers_of(whole, roles, threads, include_python)])
+
+
+def _decode_mapped(path: Path) -> list[Any]:
+    """The events of a plain (not gzip) file, decoded in place from a mapping of it."""
+    if not path.stat().st_size:
+        return decode_bytes(path, b"")
+    with path.open("rb") as fh:
+        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    view = memoryview(mapped)
+    try:
+        return decode_bytes(path, view)
+    finally:
+        view.release()
+        mapped.close()
