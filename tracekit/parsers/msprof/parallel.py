@@ -6,10 +6,10 @@ names), so a worker (``python -m tracekit.parsers.msprof.worker``) answers in tw
 :class:`~.trace_json.Summary` of its slice, then, given the roles and thread names of the
 whole file, the :class:`~.trace_layers.Part` of its slice, written to a temporary folder
 (:mod:`.part_io`; a pipe would make it wait until this process, busy with its own slice,
-reads). Messages are
-length-prefixed pickles. A plain (not gzip) file is mapped by every process, which decodes
-its byte range in place; the cuts between slices even out the work (:mod:`.split`). Any
-failure returns None and the caller reads the file in one process.
+reads). Messages are length-prefixed pickles. A plain (not gzip) file is mapped by every
+process, which decodes its byte range in place; the cuts between slices even out the work
+(:mod:`.split`). This process reads its own slice's layers while a thread gathers the
+workers' summaries. Any failure returns None and the caller reads the file in one process.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ MIN_BYTES = 128 << 20  # below this, starting workers costs more than it saves
 # a worker does besides its own: this process frees its events and reads the op tables in a
 # thread; a worker starts (imports) and writes its part. Negative: the worker's extra weighs
 # more (measured on the 1M-task bench, 2 cores)
-HEAD_EXTRA = -(256 << 20)
+HEAD_EXTRA = -(192 << 20)
 MAX_HEAD = 0.8  # when this process would read more than this share, it reads alone
 MODULE = "tracekit.parsers.msprof.worker"
 _LENGTH = struct.Struct(">Q")
