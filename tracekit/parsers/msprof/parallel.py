@@ -39,7 +39,7 @@ MIN_BYTES = 128 << 20  # below this, starting workers costs more than it saves
 # a worker does besides its own: this process frees its events and reads the op tables in a
 # thread; a worker starts (imports) and writes its part. Negative: the worker's extra weighs
 # more (measured on the 1M-task bench, 2 cores)
-HEAD_EXTRA = -(192 << 20)
+HEAD_EXTRA = -(160 << 20)
 MAX_HEAD = 0.8  # when this process would read more than this share, it reads alone
 MODULE = "tracekit.parsers.msprof.worker"
 _LENGTH = struct.Struct(">Q")
