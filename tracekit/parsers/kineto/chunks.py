@@ -13,13 +13,16 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import mmap
 import os
 import re
 import subprocess
 import sys
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, BinaryIO
 
 import msgspec
@@ -49,10 +52,10 @@ class SliceResult:
 
 
 def plan(
-    data: bytes, workers: int, bare: bool = False, head: float | None = None
+    data: bytes, workers: int, bare: bool = False, at: Sequence[float] | None = None
 ) -> tuple[list[Slice], bytes] | None:
-    """Split the events array into ``workers`` slices of whole events: even ones, or the first
-    (the caller's own) ``head`` of the array and even ones of the rest.
+    """Split the events array into ``workers`` slices of whole events: even ones, or cut at the
+    fractions ``at`` of the array (one per cut, increasing).
 
     Returns the slices and the document with an empty events array (for its metadata), or
     None when the layout is not the expected ``{..."traceEvents": [ {...}, ... ] ...}`` (with
@@ -75,10 +78,7 @@ def plan(
     bounds = [first]
     size = last - first
     for k in range(1, workers):
-        if head is None:
-            cut = size * k // workers
-        else:
-            cut = int(size * (head + (1 - head) * (k - 1) / (workers - 1)))
+        cut = size * k // workers if at is None else int(size * at[k - 1])
         match = _BETWEEN_EVENTS.search(data, first + cut, last)
         if match is None or match.start() + 1 <= bounds[-1]:
             return None
@@ -204,6 +204,25 @@ def read_slice(stream: BinaryIO, size: int) -> bytearray:
         raise SystemExit("slice does not start at a comma between events")
     text[first] = ord("[")
     return text
+
+
+def map_slice(path: str | Path, piece: Slice, first: bool) -> tuple[mmap.mmap, memoryview]:
+    """One slice of a plain file as a JSON array of events, without reading it into memory: a
+    private (copy-on-write) mapping in which the comma before the slice's first event (or,
+    for the ``first`` slice, the array's own bracket) opens the array and the byte after its
+    last event closes it. Release the view before closing the mapping."""
+    with open(path, "rb") as fh:
+        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
+    begin = piece.start - 1
+    if not first:
+        head = mapped[piece.start : piece.start + 256]
+        begin = piece.start + len(head) - len(head.lstrip())
+    if mapped[begin : begin + 1] != (b"[" if first else b","):
+        mapped.close()
+        raise ValueError("slice does not start at a comma between events")
+    mapped[begin] = ord("[")
+    mapped[piece.stop] = ord("]")
+    return mapped, memoryview(mapped)[begin : piece.stop + 1]
 
 
 def write_result(sink: BinaryIO, table: pa.Table, repairs: Counter[tuple[str, str]],

@@ -3,7 +3,8 @@ output (text and db exports), ``msprof_*.db`` files and folders holding several 
 
 Modules, one job each: :mod:`.layout` (which files a path names), :mod:`.trace_json` (timeline
 JSON -> per-layer frames; decoded by :mod:`.trace_decode`, layers built by :mod:`.trace_layers`,
-large files split over processes by :mod:`.parallel` and :mod:`.worker`), :mod:`.csv_tables`
+large files split over processes by :mod:`.parallel` and :mod:`.worker`, cut where the work
+evens out by :mod:`.split`, parts handed back through :mod:`.part_io`), :mod:`.csv_tables`
 (op_summary / kernel_details / task_time / step_trace_time), :mod:`.db` (SQLite exports),
 :mod:`.device` (tasks joined with op details), :mod:`.engines` (the three task-type vocabularies
 -> kind and engine), :mod:`.hccl` (collectives and their plane tasks, counted once), :mod:`.mc2`
@@ -22,6 +23,7 @@ the earliest row; ``origin_ns`` is its epoch time.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -167,8 +169,10 @@ def parse(path: Path, progress: Progress | None = None, include_python: bool = F
         )
     note("assembling")
     origin = first_ts(frames) or 0
-    table = to_table(frames, origin)
-    meta = _metadata(path, loaded, ranks, table, warnings)
+    with ThreadPoolExecutor(max_workers=1) as pool:  # both release the GIL
+        counts = pool.submit(mc2.summary, frames)
+        table = to_table(frames, origin)
+        meta = _metadata(path, loaded, ranks, table, warnings, counts)
     meta["origin_ns"] = None if any(x.monotonic for x in loaded) else origin
     if meta["origin_ns"] is None:
         meta["clock"] = {"domain": "CLOCK_MONOTONIC_RAW", "zero_ns": origin}
@@ -189,7 +193,12 @@ def sniff_db_trace(path: Path) -> bool:
 
 
 def _metadata(
-    path: Path, loaded: list[Loaded], ranks: list[int], table: Any, warnings: list[str]
+    path: Path,
+    loaded: list[Loaded],
+    ranks: list[int],
+    table: Any,
+    warnings: list[str],
+    mc2_counts: Future,
 ) -> dict[str, Any]:
     meta = empty_meta()
     first = loaded[0].meta
@@ -229,8 +238,7 @@ def _metadata(
         }
         if per_rank:
             meta["overlap_analysis_ns"] = per_rank
-    frame = pl.from_arrow(table.select(["kind", "args"]))
-    meta["mc2"] = mc2.summary([frame.with_columns(pl.col("kind").cast(pl.String))])  # type: ignore[union-attr]
+    meta["mc2"] = mc2_counts.result()
     meta["warnings"] = warnings
     return meta
 

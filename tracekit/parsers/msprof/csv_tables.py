@@ -13,15 +13,18 @@ an extra pair of quotes, ``N/A`` for missing values, CRLF line ends.
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 import polars as pl
 
 from tracekit.errors import TraceError
 from tracekit.parsers.msprof.times import (
+    by_value,
     clean_text,
     float_text,
     int_text,
+    us_column_ns,
     us_small_ns,
     us_text_ns,
 )
@@ -131,12 +134,14 @@ def csv_role(columns: list[str]) -> str | None:
     return None
 
 
-def _read(path: Path, label: str) -> pl.DataFrame:
+def _read(path: Path, label: str, keep: Collection[str] = ()) -> pl.DataFrame:
+    """Every column as text, or only those in ``keep`` (when given and the names are unique)."""
     columns = read_header(path)
     if not columns:
         raise TraceError(
             f"{path}: empty {label} (no header); the export was cut short, export again"
         )
+    wanted = [c for c in columns if c in keep]
     try:
         return pl.read_csv(
             path,
@@ -144,6 +149,7 @@ def _read(path: Path, label: str) -> pl.DataFrame:
             has_header=True,
             new_columns=columns,
             truncate_ragged_lines=True,
+            columns=wanted if wanted and len(set(columns)) == len(columns) else None,
         )
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
         first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
@@ -155,23 +161,15 @@ def _read(path: Path, label: str) -> pl.DataFrame:
 def read_op_details(path: Path) -> pl.DataFrame:
     """op_summary / kernel_details rows: canonical columns, ``start``/``dur``/``wait`` in ns,
     ids as Int64 (null for N/A), text cleaned. ``block_key`` says which block header was used."""
-    raw = _read(path, "op summary / kernel details")
+    raw = _read(path, "op summary / kernel details", OP_COLUMNS)
     rename: dict[str, str] = {}
     for column in raw.columns:  # the first of two spellings wins ("Step Id" / "Step ID")
         if column in OP_COLUMNS and OP_COLUMNS[column] not in rename.values():
             rename[column] = OP_COLUMNS[column]
     frame = raw.select(list(rename)).rename(rename)
-    exprs = []
-    for column in frame.columns:
-        if column == "start":
-            exprs.append(us_text_ns(pl.col(column)).alias(column))
-        elif column in ("dur", "wait"):
-            exprs.append(us_small_ns(column))
-        elif column in _INTS:
-            exprs.append(int_text(column))
-        else:
-            exprs.append(clean_text(column))
-    frame = frame.select(exprs)
+    frame = pl.DataFrame(
+        [_convert(frame[c], _OP_CONVERT.get(c, clean_text)) for c in frame.columns]
+    )
     block = "Block Num" if "Block Num" in raw.columns else "Block Dim"
     return (
         frame.with_columns(pl.lit(block).alias("block_key"))
@@ -182,18 +180,32 @@ def read_op_details(path: Path) -> pl.DataFrame:
 
 def read_task_time(path: Path) -> pl.DataFrame:
     """task_time rows: ``name`` (binary kernel name or null), ``task_type``, ids, ns times."""
-    raw = _read(path, "task_time")
+    raw = _read(path, "task_time", TASK_TIME_COLUMNS)
     rename = {c: TASK_TIME_COLUMNS[c] for c in raw.columns if c in TASK_TIME_COLUMNS}
     frame = raw.select(list(rename)).rename(rename)
-    exprs = []
-    for column in frame.columns:
-        if column in ("start", "dur", "stop"):
-            exprs.append(us_text_ns(pl.col(column)).alias(column))
-        elif column in ("device", "stream", "task_id"):
-            exprs.append(int_text(column))
-        else:
-            exprs.append(clean_text(column))
-    return frame.select(exprs)
+    return pl.DataFrame(
+        [_convert(frame[c], _TASK_CONVERT.get(c, clean_text)) for c in frame.columns]
+    )
+
+
+def _us(column: str) -> pl.Expr:
+    return us_text_ns(pl.col(column)).alias(column)
+
+
+# how a raw text column is converted: "time" (µs timestamps, nearly all distinct) or an
+# expression on the column, evaluated once per distinct value; clean_text when not listed
+_OP_CONVERT = {"start": "time", "dur": us_small_ns, "wait": us_small_ns} | dict.fromkeys(
+    _INTS, int_text
+)
+_TASK_CONVERT = {"start": "time", "stop": "time", "dur": _us} | dict.fromkeys(
+    ("device", "stream", "task_id"), int_text
+)
+
+
+def _convert(values: pl.Series, convert: Callable[[str], pl.Expr] | str) -> pl.Series:
+    if convert == "time":
+        return us_column_ns(values)
+    return by_value(values, convert)  # type: ignore[arg-type]
 
 
 def read_step_trace(path: Path) -> pl.DataFrame:

@@ -19,7 +19,7 @@ import polars as pl
 
 from tracekit.parsers.msprof import mc2
 from tracekit.parsers.msprof.engines import classify
-from tracekit.parsers.msprof.rows import NO_ID, Field, not_sentinel, with_args
+from tracekit.parsers.msprof.rows import NO_ID, Field, not_sentinel, per_distinct_row, with_args
 
 TOLERANCE_NS = 20_000
 DETAIL_COLUMNS = (
@@ -81,9 +81,10 @@ def attach(tasks: pl.DataFrame, details: pl.DataFrame) -> tuple[pl.DataFrame, pl
     pairs = []
     remaining = details
     if {"stream", "task_id"} <= set(details.columns):
-        by_ids = remaining.drop_nulls(["stream", "task_id", "start"]).sort("start")
+        by_ids = remaining.select("_d", "start", "stream", "task_id")
         found = (
-            by_ids.select("_d", "start", "stream", "task_id")
+            by_ids.drop_nulls(["stream", "task_id", "start"])
+            .sort("start")
             .join_asof(
                 right.drop_nulls(["stream", "task_id"]).select("_i", "ts", "stream", "task_id"),
                 left_on="start",
@@ -98,9 +99,9 @@ def attach(tasks: pl.DataFrame, details: pl.DataFrame) -> tuple[pl.DataFrame, pl
         pairs.append(found.select("_d", "_i"))
         remaining = remaining.filter(~pl.col("_d").is_in(found["_d"].implode()))
     if remaining.height and "name" in remaining.columns:
-        by_name = remaining.drop_nulls(["name", "start"]).sort("start")
+        by_name = remaining.select("_d", "start", "name").drop_nulls(["name", "start"])
         found = (
-            by_name.select("_d", "start", "name")
+            by_name.sort("start")
             .join_asof(
                 right.drop_nulls("name").select("_i", "ts", "name"),
                 left_on="start",
@@ -114,12 +115,17 @@ def attach(tasks: pl.DataFrame, details: pl.DataFrame) -> tuple[pl.DataFrame, pl
         )
         pairs.append(found.select("_d", "_i"))
     matched = pl.concat(pairs) if pairs else pl.DataFrame(schema={"_d": pl.UInt32, "_i": pl.UInt32})
-    matched = matched.unique("_i", keep="first", maintain_order=True).unique("_d", keep="first")
+    # a task takes its first match, and a detail row its first task
+    matched = matched.filter(pl.col("_i").is_first_distinct()).filter(
+        pl.col("_d").is_first_distinct()
+    )
     keep = [c for c in DETAIL_COLUMNS if c in details.columns]
-    joined = details.select("_d", *(pl.col(c).alias(f"d_{c}") for c in keep))
-    out = tasks.join(matched, on="_i", how="left").join(joined, on="_d", how="left")
+    row = pl.repeat(None, tasks.height, dtype=pl.UInt32, eager=True).scatter(
+        matched["_i"], matched["_d"]
+    )
+    joined = details.select(pl.col(c).gather(row).alias(f"d_{c}") for c in keep)
     unmatched = details.filter(~pl.col("_d").is_in(matched["_d"].implode())).drop("_d")
-    return out.drop("_i", "_d"), unmatched
+    return tasks.drop("_i").hstack(joined), unmatched
 
 
 def _col(frame: pl.DataFrame, name: str, dtype: Any = pl.String) -> pl.Expr:
@@ -133,8 +139,12 @@ def task_rows(frame: pl.DataFrame, device: int | None, detail_time: bool = False
     and op_summary time the same task slightly differently; op_statistic sums the latter)."""
     d = lambda name, dtype=pl.String: _col(frame, f"d_{name}", dtype)  # noqa: E731
     c = lambda name, dtype=pl.String: _col(frame, name, dtype)  # noqa: E731
-    name = pl.coalesce(d("name"), c("name"), c("task_type"))
-    kind, engine, known = classify(d("core"), c("task_type"), name)
+    keys = frame.with_columns(
+        _n=pl.coalesce(d("name"), c("name"), c("task_type")), _c=d("core"), _t=c("task_type")
+    ).select("_n", "_c", "_t")
+    classes = per_distinct_row(keys, _classify)
+    frame = frame.with_columns(keys["_n"], *classes)
+    name, kind, engine = pl.col("_n"), pl.col("_kind"), pl.col("_engine")
     op_type = d("op_type")
     kernel = kind == "kernel"
     fields: list[Field] = [
@@ -187,11 +197,16 @@ def task_rows(frame: pl.DataFrame, device: int | None, detail_time: bool = False
             dev.cast(pl.Int32).alias("device"),
             c("stream", pl.Int64),
             c("corr", pl.Int64).alias("corr"),
-            (~known).alias("_unknown"),
+            pl.col("_unknown"),
             c("task_type").alias("_type"),
         ),
         fields,
     )
+
+
+def _classify(keys: pl.DataFrame) -> pl.DataFrame:
+    kind, engine, known = classify(pl.col("_c"), pl.col("_t"), pl.col("_n"))
+    return keys.select(kind.alias("_kind"), engine.alias("_engine"), (~known).alias("_unknown"))
 
 
 def detail_rows(details: pl.DataFrame, device: int | None) -> pl.DataFrame:

@@ -7,7 +7,8 @@ ns); :func:`to_table` concatenates them and hands them to the timeline schema.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,13 +78,22 @@ def args_json(frame: pl.DataFrame, fields: Sequence[Field]) -> pl.Series:
         pieces.append(_pieces(key, column, kind))
     if not pieces:
         return pl.Series("args", [None] * frame.height, pl.String)
-    body = _join(pieces, frame.height)
-    text = pc.binary_join_element_wise(_LEFT, pc.utf8_slice_codeunits(body, 1), _RIGHT, _NONE)
-    args = pc.if_else(pc.equal(body, _NONE), pa.scalar(None, pa.large_string()), text)
-    return pl.Series("args", args, pl.String)
+    groups = _join(pieces, frame.height)
+    if len(groups) == 1:  # one text per distinct combination: wrapped before it is gathered
+        codes, texts = groups[0]
+        return _wrap(pl.Series("_0", texts), pl.all()).gather(codes)
+    columns = [pl.Series(f"_{k}", texts).gather(codes) for k, (codes, texts) in enumerate(groups)]
+    return _wrap(pl.DataFrame(columns), pl.concat_str(pl.all()))
 
 
-_LEFT, _RIGHT, _NONE = (pa.scalar(t, pa.large_string()) for t in ("{", "}", ""))
+def _wrap(pieces: pl.DataFrame | pl.Series, body: pl.Expr) -> pl.Series:
+    """``{...}`` around the joined pieces (each starting with a comma); null when none."""
+    text = pl.concat_str(pl.lit("{"), body.str.slice(1), pl.lit("}"))
+    frame = pieces.to_frame() if isinstance(pieces, pl.Series) else pieces
+    return frame.select(pl.when(body != "").then(text).alias("args")).to_series()
+
+
+_NONE = pa.scalar("", pa.large_string())
 
 
 def _pieces(key: str, column: pl.Series, kind: str) -> tuple[np.ndarray, pa.Array]:
@@ -99,9 +109,10 @@ def _pieces(key: str, column: pl.Series, kind: str) -> tuple[np.ndarray, pa.Arra
     return codes.astype(np.int64), texts
 
 
-def _join(pieces: list[tuple[np.ndarray, pa.Array]], n: int) -> pa.Array:
-    """The pieces of every row joined in order. Runs of few-valued columns are joined once per
-    distinct combination of their values and gathered, so the text is built mostly once."""
+def _join(pieces: list[tuple[np.ndarray, pa.Array]], n: int) -> list[tuple[np.ndarray, pa.Array]]:
+    """The pieces of every row, in order, as (code per row, texts) groups to gather and
+    concatenate. Runs of few-valued columns are joined once per distinct combination of their
+    values (polars shares the bytes of gathered texts, so the row text is written once)."""
     few = max(n // 16, 1)
     groups: list[list[tuple[np.ndarray, pa.Array]]] = []
     width = 0
@@ -112,19 +123,66 @@ def _join(pieces: list[tuple[np.ndarray, pa.Array]], n: int) -> pa.Array:
         else:
             groups.append([(codes, texts)])
             width = len(texts) if len(texts) <= few else 0
-    joined = []
-    for group in groups:
-        if len(group) == 1:
-            joined.append(group[0][1].take(group[0][0]))
-            continue
-        key = np.zeros(n, dtype=np.int64)
-        for codes, texts in group:
-            key = key * len(texts) + codes
-        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        distinct = [texts.take(codes[first]) for codes, texts in group]
-        combined = pc.binary_join_element_wise(*distinct, _NONE)
-        joined.append(combined.take(inverse.reshape(-1)))
-    return pc.binary_join_element_wise(*joined, _NONE) if len(joined) > 1 else joined[0]
+    return [group[0] if len(group) == 1 else _combine(group, n) for group in groups]
+
+
+def _combine(group: list[tuple[np.ndarray, pa.Array]], n: int) -> tuple[np.ndarray, pa.Array]:
+    """(code per row, text per distinct combination) of a run of few-valued pieces."""
+    combos, inverse = combinations([(codes, len(texts)) for codes, texts in group], n)
+    parts = []
+    for _, texts in reversed(group):
+        parts.append(texts.take(pa.array(combos % len(texts))))
+        combos = combos // len(texts)
+    return inverse, pc.binary_join_element_wise(*reversed(parts), _NONE)
+
+
+def combinations(columns: list[tuple[np.ndarray, int]], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(key of each distinct combination, per row the index of its combination) of ``n`` rows
+    of code columns, each given as (codes, how many codes)."""
+    width = int(np.prod([count for _, count in columns], dtype=object))
+    key = np.zeros(n, dtype=np.int64)
+    for codes, count in columns:
+        key = key * count + codes
+    if width <= 4 * n:  # a table of every possible combination: no sort
+        seen = np.zeros(width, dtype=bool)
+        seen[key] = True
+        return np.nonzero(seen)[0], (np.cumsum(seen) - 1)[key]
+    combos, inverse = np.unique(key, return_inverse=True)
+    return combos, inverse.reshape(-1)
+
+
+def per_distinct_row(
+    frame: pl.DataFrame, fn: Callable[[pl.DataFrame], pl.DataFrame]
+) -> pl.DataFrame:
+    """``fn`` (rows -> as many rows) evaluated once per distinct row of ``frame`` and gathered
+    back to every row: for lookups on a few repeated keys."""
+    columns = []
+    for name in frame.columns:
+        encoded = pc.dictionary_encode(frame[name].to_arrow())
+        if isinstance(encoded, pa.ChunkedArray):
+            encoded = encoded.combine_chunks()
+        count = len(encoded.dictionary) + 1  # the last code: null
+        codes = encoded.indices.fill_null(count - 1).to_numpy(zero_copy_only=False)
+        columns.append((codes.astype(np.int64), count))
+    combos, inverse = combinations(columns, frame.height)
+    first = np.zeros(len(combos), dtype=np.int64)
+    first[inverse] = np.arange(frame.height)  # any row of each combination: they are equal
+    return fn(frame[first]).select(pl.all().gather(inverse))
+
+
+HALVES_FROM = 200_000  # rows
+
+
+def in_halves(fn: Callable[..., pl.DataFrame], frame: pl.DataFrame, *args: Any) -> pl.DataFrame:
+    """``fn(frame, *args)`` for a row-wise ``fn``: on each half of a large frame in two threads
+    (polars and Arrow release the GIL), the halves put back together."""
+    if frame.height < HALVES_FROM:
+        return fn(frame, *args)
+    half = frame.height // 2
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        first = pool.submit(fn, frame.slice(0, half), *args)
+        second = pool.submit(fn, frame.slice(half), *args)
+        return pl.concat([first.result(), second.result()], how="vertical")
 
 
 def with_args(frame: pl.DataFrame, out: pl.DataFrame, fields: Sequence[Field]) -> pl.DataFrame:

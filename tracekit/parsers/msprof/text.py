@@ -19,7 +19,7 @@ from tracekit.parsers.msprof import device, hccl, host
 from tracekit.parsers.msprof.csv_tables import read_op_details, read_step_trace, read_task_time
 from tracekit.parsers.msprof.layout import Source
 from tracekit.parsers.msprof.meta import PLATFORMS, clock_anchor, device_info, profiler_settings
-from tracekit.parsers.msprof.rows import Loaded
+from tracekit.parsers.msprof.rows import Loaded, in_halves
 from tracekit.parsers.msprof.trace_json import Layers, read_layers
 
 EPOCH_MIN_NS = 10**17  # 1973: anything earlier is a monotonic clock, not the epoch
@@ -132,48 +132,73 @@ def read_text(source: Source, include_python: bool = False) -> Loaded:
         found = details["device"].drop_nulls().unique().to_list()
         dev = found[0] if len(found) == 1 else None
     loaded.device = dev
-    hw = layers.hardware
+    all_hw = hw = layers.hardware
+    # the three row sets are independent; their polars and Arrow work releases the GIL
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        rest = pool.submit(_host_rows, layers, all_hw, dev)
+        if hw is not None:
+            hw, _ = device.drop_ffts_parents(hw)
+            hw, layers.hccl_tasks = hccl.match_planes(hw, layers.hccl_tasks)
+        tasks = pool.submit(_device_rows, hw, source, task_details, dev)
+        comm = pool.submit(_hccl_rows, layers, all_hw, op_details, dev)
+        frames, warnings = tasks.result()
+        frames += comm.result() + rest.result()
+    loaded.warnings += warnings
+    loaded.frames = frames
+    _meta(loaded, source, layers, details)
+    return loaded
+
+
+def _device_rows(
+    hw: pl.DataFrame | None, source: Source, details: pl.DataFrame | None, dev: int | None
+) -> tuple[list[pl.DataFrame], list[str]]:
+    """Device task rows (timeline hardware layer, else task_time, else the op table alone)
+    and the warning about op table rows that match no task."""
     frames: list[pl.DataFrame] = []
-    all_hw = hw
+    unmatched = None
     if hw is not None:
-        hw, _ = device.drop_ffts_parents(hw)
-        hw, tasks = hccl.match_planes(hw, layers.hccl_tasks)
-        layers.hccl_tasks = tasks
-        rows, unmatched = _enrich(hw, task_details, detail_time=False)
+        rows, unmatched = _enrich(hw, details, detail_time=False)
         frames.append(rows)
     else:
         task_time = _task_time(source.task_time)
         if task_time is not None:
-            rows, unmatched = _enrich(task_time, task_details, detail_time=True)
+            rows, unmatched = _enrich(task_time, details, detail_time=True)
             frames.append(rows)
-        elif task_details is not None:
-            frames.append(device.detail_rows(task_details, dev))
-            unmatched = None
-        else:
-            unmatched = None
+        elif details is not None:
+            frames.append(device.detail_rows(details, dev))
+    warnings = []
     if unmatched is not None and unmatched.height:
-        loaded.warnings.append(
+        warnings.append(
             f"{unmatched.height} op table rows match no device task; added from the table"
         )
         frames.append(device.detail_rows(unmatched, dev))
-    frames = [_with_device(f, dev) for f in frames]
+    return [_with_device(f, dev) for f in frames], warnings
+
+
+def _hccl_rows(
+    layers: Layers, hw: pl.DataFrame | None, op_details: pl.DataFrame | None, dev: int | None
+) -> list[pl.DataFrame]:
+    """HCCL operator rows (timeline, else op table) and plane task rows."""
+    frames = []
     if layers.hccl_ops is not None and layers.hccl_ops.height:
-        ops = hccl.op_streams(layers.hccl_ops, all_hw, layers.hccl_tasks)
+        ops = hccl.op_streams(layers.hccl_ops, hw, layers.hccl_tasks)
         frames.append(hccl.op_rows(ops, dev))
     elif op_details is not None and op_details.height:
         frames.append(hccl.detail_ops(op_details, dev))
     if layers.hccl_tasks is not None and layers.hccl_tasks.height:
         frames.append(hccl.task_rows(layers.hccl_tasks, layers.hccl_ops, dev))
+    return frames
+
+
+def _host_rows(layers: Layers, hw: pl.DataFrame | None, dev: int | None) -> list[pl.DataFrame]:
+    """Host rows (Python ops linked to their tasks, API calls) and step ranges."""
+    frames = []
     for frame in layers.host:
-        frame = (
-            host.link_ops(frame, layers.flows, all_hw) if (frame["kind"] == "op").any() else frame
-        )
+        frame = host.link_ops(frame, layers.flows, hw) if (frame["kind"] == "op").any() else frame
         frames.append(host.host_rows(frame))
     if layers.steps is not None and layers.steps.height:
         frames.append(host.step_rows(layers.steps, dev))
-    loaded.frames = frames
-    _meta(loaded, source, layers, details)
-    return loaded
+    return frames
 
 
 def _with_device(frame: pl.DataFrame, dev: int | None) -> pl.DataFrame:
@@ -186,9 +211,9 @@ def _enrich(
     tasks: pl.DataFrame, details: pl.DataFrame | None, detail_time: bool
 ) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     if details is None or not details.height:
-        return device.task_rows(tasks, None), None
+        return in_halves(device.task_rows, tasks, None), None
     joined, unmatched = device.attach(tasks, details)
-    return device.task_rows(joined, None, detail_time), unmatched
+    return in_halves(device.task_rows, joined, None, detail_time), unmatched
 
 
 def _meta(loaded: Loaded, source: Source, layers: Layers, details: pl.DataFrame | None) -> None:

@@ -13,6 +13,7 @@ Text is split at the decimal point, never passed through a float, so epoch value
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -76,14 +77,44 @@ def _three_decimals_ns(values: list[Any]) -> tuple[np.ndarray, np.ndarray] | Non
         text = pa.array(values, pa.string())
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
+    ns = three_decimals_ns(text)
+    return None if ns is None else (ns, np.ones(len(ns), dtype=bool))
+
+
+def three_decimals_ns(text: pa.Array) -> np.ndarray | None:
+    """µs text that all has exactly three decimals (maybe trailing blanks) -> int64 ns, read
+    by dropping the point; None when a value is null or spelled otherwise."""
     if text.null_count or not pc.all(pc.match_substring_regex(text, _THREE_DECIMALS)).as_py():
         return None
     digits = pc.replace_substring(pc.utf8_rtrim(text, " \t\r\n"), ".", "", max_replacements=1)
     try:
-        ns = pc.cast(digits, pa.int64()).to_numpy(zero_copy_only=False)
+        return pc.cast(digits, pa.int64()).to_numpy(zero_copy_only=False)
     except pa.ArrowInvalid:  # beyond int64 ns
         return None
-    return ns, np.ones(len(ns), dtype=bool)
+
+
+def us_column_ns(values: pl.Series) -> pl.Series:
+    """A text column of µs -> Int64 ns (:func:`us_text_ns`), by :func:`three_decimals_ns`
+    when every value has that spelling (timestamps: nearly every value distinct)."""
+    ns = three_decimals_ns(values.cast(pl.String).to_arrow()) if len(values) else None
+    if ns is not None:
+        return pl.Series(values.name, ns)
+    return (
+        pl.DataFrame({"v": values}).select(us_text_ns(pl.col("v"))).to_series().alias(values.name)
+    )
+
+
+def by_value(values: pl.Series, convert: Callable[[str], pl.Expr]) -> pl.Series:
+    """``convert(name)`` (an expression on a column of that name) applied to ``values``: once
+    per distinct value and gathered back when values repeat, as table columns mostly do."""
+    encoded = pc.dictionary_encode(values.to_arrow())
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    name = values.name
+    if len(encoded.dictionary) * 2 > len(values):
+        return pl.DataFrame({name: values}).select(convert(name)).to_series()
+    distinct = pl.DataFrame({name: pl.Series(encoded.dictionary).cast(values.dtype)})
+    return distinct.select(convert(name)).to_series().gather(pl.Series(encoded.indices))
 
 
 def clean_text(column: str) -> pl.Expr:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -82,9 +84,9 @@ _LIST = msgspec.json.Decoder(list[Event])
 _OBJECT = msgspec.json.Decoder(_Wrapped)
 
 
-def decode_bytes(path: Path, data: bytes | bytearray) -> list[Event]:
+def decode_bytes(path: Path, data: bytes | bytearray | memoryview) -> list[Event]:
     """The events of a trace file's text (bare array or ``traceEvents`` object)."""
-    head = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
+    head = bytes(data[:4096]).lstrip(b"\xef\xbb\xbf \t\r\n")
     try:
         if head[:1] == b"[":
             return _LIST.decode(data)
@@ -101,33 +103,34 @@ def decode_bytes(path: Path, data: bytes | bytearray) -> list[Event]:
     raise TraceError(f"{path}: not a JSON trace (does not start with '[' or '{{')")
 
 
-def distinct(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
-    """(code per value, the distinct values): integers and text are encoded by Arrow, other
-    values (mixed types, floats, booleans) by a dict, keeping Python's equality."""
+@dataclass
+class Codes:
+    """Per-event values as codes into their distinct values; ``exact`` when Arrow encoded them
+    (integers or text only: equal values are then identical, not only equal in Python)."""
+
+    codes: np.ndarray
+    values: list[Any]
+    exact: bool
+
+
+def distinct(values: list[Any]) -> Codes:
+    """The values as :class:`Codes`: integers and text are encoded by Arrow, other values (mixed
+    types, floats, booleans) by a dict, keeping Python's equality."""
     try:
         array = pa.array(values)
         if array.type == pa.null():
-            return np.zeros(len(values), np.int64), [None] if len(values) else []
+            return Codes(np.zeros(len(values), np.int64), [None] if len(values) else [], True)
         if array.type in (pa.int64(), pa.string()):
             encoded = pc.dictionary_encode(array)
             uniques = encoded.dictionary.to_pylist()
             codes = encoded.indices.fill_null(len(uniques)).to_numpy(zero_copy_only=False)
-            return codes.astype(np.int64), [*uniques, None] if array.null_count else uniques
+            uniques = [*uniques, None] if array.null_count else uniques
+            return Codes(codes.astype(np.int64), uniques, True)
     except (pa.ArrowException, OverflowError, TypeError, ValueError):
         pass
     index: dict[Any, int] = {}
     codes = np.fromiter((index.setdefault(v, len(index)) for v in values), np.int64, len(values))
-    return codes, list(index)
-
-
-def pair_codes(pids: list[Any], tids: list[Any]) -> tuple[np.ndarray, list[tuple[Any, Any]]]:
-    """(code per event, the distinct (pid, tid) pairs)."""
-    pid_codes, pid_values = distinct(pids)
-    tid_codes, tid_values = distinct(tids)
-    width = max(len(tid_values), 1)
-    pairs, inverse = np.unique(pid_codes * width + tid_codes, return_inverse=True)
-    found = [(pid_values[k // width], tid_values[k % width]) for k in pairs.tolist()]
-    return inverse.reshape(-1), found
+    return Codes(codes, list(index), False)
 
 
 def as_int(value: Any) -> int | None:
@@ -151,12 +154,22 @@ def ints(values: list[Any]) -> pa.Array:
 
 
 class Reader:
-    """Column extraction for subsets of the complete events."""
+    """Column extraction for subsets (positions) of one slice's events, with the columns every
+    layer shares read once: ``ph``, ``cat``, the pid codes and, when first asked, the tids."""
 
-    def __init__(self, events: list[Any], threads: dict) -> None:
+    def __init__(self, events: list[Any], threads: dict, ph: pa.Array, cat: pa.Array,
+                 pids: Codes) -> None:  # fmt: skip
         self.events = events
         self.threads = threads
+        self.ph, self.cat, self.pids = ph, cat, pids
+        self._tids: Codes | None = None
         self.bad_ts: dict[str, int] = {}
+
+    @property
+    def tids(self) -> Codes:
+        if self._tids is None:
+            self._tids = distinct(list(map(attrgetter("tid"), self.events)))
+        return self._tids
 
     def pick(self, idx: np.ndarray) -> list[Any]:
         return take(self.events, idx)
@@ -165,23 +178,34 @@ class Reader:
     def args(events: list[Any]) -> list[Args]:
         return [e.args or _EMPTY for e in events]
 
+    def ids(self, key: str, idx: np.ndarray) -> pa.Array:
+        """``pid`` or ``tid`` of the events at ``idx`` as integers (null when not one)."""
+        column = self.pids if key == "pid" else self.tids
+        if column.exact:
+            return ints(column.values).take(column.codes[idx])
+        return ints(list(map(attrgetter(key), self.pick(idx))))
+
     def base(self, events: list[Any], site: str) -> dict[str, Any]:
         """ts/dur (epoch or monotonic ns, as written) of X events, and the rows with a usable
         ts (the others are counted in a warning)."""
-        ts, ok = json_us_ns([e.ts for e in events])
-        dur, dur_ok = json_us_ns([e.dur for e in events])
+        ts, ok = json_us_ns(list(map(attrgetter("ts"), events)))
+        dur, dur_ok = json_us_ns(list(map(attrgetter("dur"), events)))
         dur = np.where(dur_ok & (dur > 0), dur, 0)
         bad = int((~ok).sum())
         if bad:
             self.bad_ts[site] = self.bad_ts.get(site, 0) + bad
         return {"ts": ts, "dur": dur, "keep": ok}
 
-    def per_thread(self, events: list[Any], fn: Callable[[Any, Any, str | None], Any]) -> Any:
-        """``fn(pid, tid, thread name)`` per event, computed once per distinct thread."""
-        inverse, pairs = pair_codes([e.pid for e in events], [e.tid for e in events])
-        values = np.empty(len(pairs), dtype=object)
-        values[:] = [fn(p, t, self.threads.get((p, t))) for p, t in pairs]
-        return values[inverse]
+    def per_thread(self, idx: np.ndarray, fn: Callable[[Any, Any, str | None], Any]) -> Any:
+        """``fn(pid, tid, thread name)`` per event at ``idx``, computed once per distinct
+        thread."""
+        pids, tids = self.pids, self.tids
+        width = max(len(tids.values), 1)
+        pairs, inverse = np.unique(pids.codes[idx] * width + tids.codes[idx], return_inverse=True)
+        found = [(pids.values[k // width], tids.values[k % width]) for k in pairs.tolist()]
+        values = np.empty(len(found), dtype=object)
+        values[:] = [fn(p, t, self.threads.get((p, t))) for p, t in found]
+        return values[inverse.reshape(-1)]
 
 
 def frame(columns: dict[str, Any], keep: np.ndarray) -> pl.DataFrame:

@@ -12,6 +12,7 @@ matched by their name, never by tid (msprof changed the tid order in 2026).
 
 from __future__ import annotations
 
+import mmap
 import re
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -25,7 +26,14 @@ import pyarrow.compute as pc
 
 from tracekit.parsers.columns import take, texts
 from tracekit.parsers.kineto.decode import read_bytes
-from tracekit.parsers.msprof.trace_decode import decode_bytes, distinct, mask, where
+from tracekit.parsers.msprof.trace_decode import (
+    Codes,
+    Reader,
+    decode_bytes,
+    distinct,
+    mask,
+    where,
+)
 from tracekit.parsers.msprof.trace_layers import (
     CANN,
     HARDWARE,
@@ -82,30 +90,28 @@ class Summary:
 
 @dataclass
 class Scan:
-    """One slice of events, grouped: its summary and what :func:`layers_of` reuses."""
+    """One slice of events with the columns every layer reads (see :class:`.Reader`) and its
+    summary."""
 
     events: list[Any]
     summary: Summary
     ph: pa.Array
-    pid_codes: np.ndarray
-    flows: list[Any]
-    flow_cat: pa.Array
+    cat: pa.Array
+    pids: Codes
 
 
 def scan(events: list[Any]) -> Scan:
-    """Group a slice of events by phase; collect its metadata."""
+    """Read the phase, category and pid of a slice's events; collect its metadata."""
     ph = texts(list(map(attrgetter("ph"), events)))
+    cat = texts(list(map(attrgetter("cat"), events)))
+    pids = distinct(list(map(attrgetter("pid"), events)))
     meta = [
         (e.name, e.pid, e.tid, *((e.args.name, e.args.labels) if e.args else (None, None)))
         for e in take(events, where(pc.equal(ph, "M")))
     ]
-    flows = take(events, where(pc.is_in(ph, pa.array(["s", "f"]))))
-    flow_ph = texts([e.ph for e in flows])
-    flow_cat = texts([e.cat for e in flows])
-    starts = pc.and_(pc.equal(flow_ph, "s"), pc.equal(flow_cat, "HostToDevice"))
-    flow_pids = distinct([e.pid for e in take(flows, where(starts))])[1]
-    codes, pids = distinct(list(map(attrgetter("pid"), events)))
-    return Scan(events, Summary(meta, pids, flow_pids), ph, codes, flows, flow_cat)
+    starts = where(pc.and_(pc.equal(ph, "s"), pc.equal(cat, "HostToDevice")))
+    flow_pids = [pids.values[k] for k in np.unique(pids.codes[starts]).tolist()]
+    return Scan(events, Summary(meta, pids.values, flow_pids), ph, cat, pids)
 
 
 def layers_of(part: Scan, roles: dict[Any, str], threads: dict, include_python: bool) -> Part:
@@ -113,8 +119,9 @@ def layers_of(part: Scan, roles: dict[Any, str], threads: dict, include_python: 
     order = list(LAYER_ROLES)
     pids = part.summary.pids
     by_pid = np.array([order.index(roles[p]) if p in roles else -1 for p in pids], np.int64)
-    role = np.where(mask(pc.equal(part.ph, "X")), by_pid[part.pid_codes], -1)
-    return build(part.events, role, part.flows, part.flow_cat, threads, include_python)
+    role = np.where(mask(pc.equal(part.ph, "X")), by_pid[part.pids.codes], -1)
+    reader = Reader(part.events, threads, part.ph, part.cat, part.pids)
+    return build(reader, role, include_python)
 
 
 def resolve(summaries: list[Summary]) -> tuple[Layers, dict[Any, str], dict]:
@@ -193,8 +200,9 @@ def read_layers(path: Path, include_python: bool = False) -> Layers:
     from tracekit.parsers.msprof import parallel
 
     workers = parallel.start(path)
+    data = None
     try:
-        data = read_bytes(path)
+        data = read_bytes(path) if parallel.gzipped(path) else None
     except BaseException:
         for worker in workers:
             worker.stop()
@@ -202,9 +210,23 @@ def read_layers(path: Path, include_python: bool = False) -> Layers:
     found = parallel.read_layers(path, data, include_python, workers)
     if found is not None:
         return found
-    events = decode_bytes(path, data)
+    events = decode_bytes(path, data) if data is not None else _decode_mapped(path)
     if not events:
         return Layers()
     whole = scan(events)
     out, roles, threads = resolve([whole.summary])
     return finish(out, [layers_of(whole, roles, threads, include_python)])
+
+
+def _decode_mapped(path: Path) -> list[Any]:
+    """The events of a plain (not gzip) file, decoded in place from a mapping of it."""
+    if not path.stat().st_size:
+        return decode_bytes(path, b"")
+    with path.open("rb") as fh:
+        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    view = memoryview(mapped)
+    try:
+        return decode_bytes(path, view)
+    finally:
+        view.release()
+        mapped.close()

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from tracekit.parsers.columns import floats, take, texts
 from tracekit.parsers.msprof.times import json_us_ns
-from tracekit.parsers.msprof.trace_decode import Args, Reader, as_int, frame, ints, where
+from tracekit.parsers.msprof.trace_decode import Args, Reader, as_int, frame, ints, mask, where
 
 HARDWARE, HCCL, CANN, PYTHON, OVERLAP, STEP = "hw", "hccl", "cann", "python", "overlap", "step"
 COMM_THREAD = re.compile(r"Communication|Aicpu", re.IGNORECASE)
@@ -47,39 +47,41 @@ class Part:
     bad_ts: dict[str, int] = field(default_factory=dict)
 
 
-def build(events: list[Any], role: np.ndarray, flows: list[Any], flow_cat: pa.Array,
-          threads: dict, include_python: bool) -> Part:  # fmt: skip
-    """The layers of ``events`` (``role``: the layer number of each, -1 for none)."""
+def build(reader: Reader, role: np.ndarray, include_python: bool) -> Part:
+    """The layers of the reader's events (``role``: the layer number of each, -1 for none)."""
     out = Part()
-    reader = Reader(events, threads)
     for number, fn in enumerate(LAYERS):
         idx = np.nonzero(role == number)[0]
         if len(idx):
             fn(reader, idx, out, include_python)
-    if len(flows):
-        _flows(flows, flow_cat, out)
+    _flows(reader, out)
     out.bad_ts = reader.bad_ts
     return out
 
 
+def _field(items: list[Any], name: str) -> list[Any]:
+    """The attribute ``name`` of every item (read in C)."""
+    return list(map(attrgetter(name), items))
+
+
 def _hardware(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
-    events = reader.pick(idx)
-    step_rows = reader.per_thread(events, lambda p, t, n: (n or "").startswith("Step Trace"))
+    step_rows = reader.per_thread(idx, lambda p, t, n: (n or "").startswith("Step Trace"))
     step_rows = step_rows.astype(bool)
     if step_rows.any():
-        out.hw_steps = _step_frame(reader, take(events, np.nonzero(step_rows)[0]), "Step Trace#hw")
-        events = take(events, np.nonzero(~step_rows)[0])
-    if not events:
+        out.hw_steps = _step_frame(reader, idx[step_rows], "Step Trace#hw")
+        idx = idx[~step_rows]
+    if not len(idx):
         return
+    events = reader.pick(idx)
     base = reader.base(events, "Ascend Hardware")
     args = reader.args(events)
-    get = lambda key: list(map(attrgetter(key), args))  # noqa: E731
+    get = lambda key: _field(args, key)  # noqa: E731
     physic, stream_id = get("physic_stream"), get("stream_id")
-    stream = pc.coalesce(ints(physic), ints(stream_id), ints([e.tid for e in events]))
+    stream = pc.coalesce(ints(physic), ints(stream_id), reader.ids("tid", idx))
     columns = {
         "ts": base["ts"],
         "dur": base["dur"],
-        "name": texts([e.name for e in events]),
+        "name": texts(_field(events, "name")),
         "task_type": texts(get("task_type")),
         "stream": stream,
         "task_id": ints(get("task_id")),
@@ -105,7 +107,6 @@ def _group_of(threads: dict, pid: Any) -> list[tuple[int, str]]:
 
 
 def _hccl(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
-    events = reader.pick(idx)
     groups: dict[Any, list[tuple[int, str]]] = {}
 
     def owner(pid: Any, tid: Any, name: str) -> str | None:
@@ -125,7 +126,8 @@ def _hccl(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
         plane = PLANE_THREAD.match(name)
         return (int(plane.group(1)) if plane else -1), owner(pid, tid, name)
 
-    described = reader.per_thread(events, describe)
+    described = reader.per_thread(idx, describe)
+    events = reader.pick(idx)
     plane_no = np.array([d[0] for d in described], dtype=np.int64)
     group = np.array([d[1] for d in described], dtype=object)
     plane = plane_no >= 0
@@ -134,11 +136,11 @@ def _hccl(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
         ops = take(events, ops_at)
         base = reader.base(ops, "HCCL")
         args = reader.args(ops)
-        get = lambda key: list(map(attrgetter(key), args))  # noqa: E731
+        get = lambda key: _field(args, key)  # noqa: E731
         columns = {
             "ts": base["ts"],
             "dur": base["dur"],
-            "name": texts([e.name for e in ops]),
+            "name": texts(_field(ops, "name")),
             "thread": texts(group[ops_at]),
             "corr": ints(get("connection_id")),
             "model_id": ints(get("hccl_model_id")),
@@ -153,11 +155,11 @@ def _hccl(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
         tasks = take(events, tasks_at)
         base = reader.base(tasks, "HCCL task")
         args = reader.args(tasks)
-        get = lambda key: list(map(attrgetter(key), args))  # noqa: E731
+        get = lambda key: _field(args, key)  # noqa: E731
         columns = {
             "ts": base["ts"],
             "dur": base["dur"],
-            "name": texts([e.name for e in tasks]),
+            "name": texts(_field(tasks, "name")),
             "thread": texts(group[tasks_at]),
             "plane": pa.array(plane_no[tasks_at]),
             "stream": ints(get("plane_stream")),
@@ -179,19 +181,20 @@ def _hccl(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
 
 def _host_frame(
     reader: Reader,
-    events: list[Any],
+    idx: np.ndarray,
     kind: str,
     site: str,
     extra: Callable[[list[Args]], dict[str, Any]],
 ) -> pl.DataFrame:
+    events = reader.pick(idx)
     base = reader.base(events, site)
     columns = {
         "ts": base["ts"],
         "dur": base["dur"],
-        "kind": pa.array([kind] * len(events)),
-        "name": texts([e.name for e in events]),
-        "pid": ints([e.pid for e in events]),
-        "tid": ints([e.tid for e in events]),
+        "kind": pa.repeat(kind, len(events)),
+        "name": texts(_field(events, "name")),
+        "pid": reader.ids("pid", idx),
+        "tid": reader.ids("tid", idx),
         **extra(reader.args(events)),
     }
     return frame(columns, base["keep"])
@@ -200,32 +203,31 @@ def _host_frame(
 def _cann(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
     def extra(args: list[Args]) -> dict[str, Any]:
         return {
-            "corr": ints([a.connection_id for a in args]),
-            "level": texts([a.level for a in args]),
-            "mode": texts([a.mode for a in args]),
+            "corr": ints(_field(args, "connection_id")),
+            "level": texts(_field(args, "level")),
+            "mode": texts(_field(args, "mode")),
         }
 
-    out.host["cann"] = _host_frame(reader, reader.pick(idx), "api", "CANN", extra)
+    out.host["cann"] = _host_frame(reader, idx, "api", "CANN", extra)
 
 
 def _python(reader: Reader, idx: np.ndarray, out: Part, python: bool) -> None:
-    events = reader.pick(idx)
-    cats = np.array([e.cat for e in events], dtype=object)
+    cats = reader.cat.take(idx)
     groups = {
-        "op": cats == "cpu_op",
-        "api": (cats == "enqueue") | (cats == "dequeue"),
-        "python": cats == "python_function",
+        "op": mask(pc.equal(cats, "cpu_op")),
+        "api": mask(pc.is_in(cats, pa.array(["enqueue", "dequeue"]))),
+        "python": mask(pc.equal(cats, "python_function")),
     }
     groups["range"] = ~(groups["op"] | groups["api"] | groups["python"])
-    for kind, mask in groups.items():
-        if not mask.any() or (kind == "python" and not python):
+    for kind, found in groups.items():
+        if not found.any() or (kind == "python" and not python):
             continue
-        subset = take(events, np.nonzero(mask)[0])
+        subset = idx[found]
 
         def extra(args: list[Args], kind: str = kind) -> dict[str, Any]:
             if kind == "api":
-                return {"queue_corr": ints([a.correlation_id for a in args])}
-            return {"seq": ints([a.seq for a in args])} if kind == "op" else {}
+                return {"queue_corr": ints(_field(args, "correlation_id"))}
+            return {"seq": ints(_field(args, "seq"))} if kind == "op" else {}
 
         site = f"Python#{kind}"
         out.host[kind] = _host_frame(
@@ -234,45 +236,47 @@ def _python(reader: Reader, idx: np.ndarray, out: Part, python: bool) -> None:
 
 
 def _overlap(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
-    events = reader.pick(idx)
-    base = reader.base(events, "Overlap Analysis")
-    names = reader.per_thread(events, lambda p, t, n: n or None)
+    base = reader.base(reader.pick(idx), "Overlap Analysis")
+    names = reader.per_thread(idx, lambda p, t, n: n or None)
     unnamed = np.nonzero(names == None)[0]  # noqa: E711 - elementwise on an object array
     if len(unnamed):
-        names[unnamed] = [str(e.name) for e in take(events, unnamed)]
+        names[unnamed] = [str(e.name) for e in reader.pick(idx[unnamed])]
     durations = frame({"thread": texts(names), "dur": base["dur"]}, base["keep"])
     totals = durations.group_by("thread").agg(pl.col("dur").sum())
     out.overlap_ns = {k: int(v) for k, v in totals.iter_rows()}
 
 
 def _steps(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
-    out.steps = _step_frame(reader, reader.pick(idx), "Step Trace")
+    out.steps = _step_frame(reader, idx, "Step Trace")
 
 
-def _step_frame(reader: Reader, events: list[Any], site: str) -> pl.DataFrame:
+def _step_frame(reader: Reader, idx: np.ndarray, site: str) -> pl.DataFrame:
+    events = reader.pick(idx)
     base = reader.base(events, site)
     args = reader.args(events)
     columns = {
         "ts": base["ts"],
         "dur": base["dur"],
-        "name": texts([e.name for e in events]),
-        "cat": texts([e.cat for e in events]),
-        "iteration": ints([a.iteration_id for a in args]),
+        "name": texts(_field(events, "name")),
+        "cat": reader.cat.take(idx),
+        "iteration": ints(_field(args, "iteration_id")),
     }
     return frame(columns, base["keep"])
 
 
-def _flows(flows: list[Any], cats: pa.Array, out: Part) -> None:
-    events = take(flows, where(pc.equal(cats, "async_npu")))
-    if not events:
+def _flows(reader: Reader, out: Part) -> None:
+    flow = pc.is_in(reader.ph, pa.array(["s", "f"]))
+    idx = where(pc.and_(flow, pc.equal(reader.cat, "async_npu")))
+    if not len(idx):
         return
-    ts, ok = json_us_ns([e.ts for e in events])
+    events = reader.pick(idx)
+    ts, ok = json_us_ns(_field(events, "ts"))
     frame = pl.DataFrame(
         {
-            "ph": texts([e.ph for e in events]),
-            "id": texts([e.id for e in events]),
-            "pid": ints([e.pid for e in events]),
-            "tid": ints([e.tid for e in events]),
+            "ph": reader.ph.take(idx),
+            "id": texts(_field(events, "id")),
+            "pid": reader.ids("pid", idx),
+            "tid": reader.ids("tid", idx),
             "ts": ts,
         }
     )
