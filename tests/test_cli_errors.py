@@ -67,3 +67,24 @@ def test_control_characters_in_error_messages(tmp_path: Path) -> None:
     path.write_bytes(b"not a trace")
     line = _one_error_line(run_cli("info", str(path)), "x\ufffd]8;;e\ufffdy\ufffd[2J.bin")
     assert "\x1b" not in line
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (
+            ("summary", "a.json", "b.json"),
+            ("unexpected extra argument", "`tracekit summary --help`"),
+        ),
+        (("summary", "--bogus", "x"), ("No such option: --bogus", "`tracekit summary --help`")),
+        (("diff", "base.sqlite"), ("Missing argument 'head'", "`tracekit diff --help`")),
+        (("nosuchcommand",), ("No such command", "`tracekit --help`")),
+    ],
+)
+def test_usage_errors_are_one_line(args: tuple[str, ...], needles: tuple[str, ...]) -> None:
+    _one_error_line(run_cli(*args), *needles)
+
+
+def test_no_arguments_prints_the_help() -> None:
+    done = run_cli()
+    assert done.returncode == 0 and "Usage: tracekit" in done.stdout and done.stderr == ""

@@ -1,6 +1,8 @@
 """`python -m tracekit` runs the command line."""
 
-from tracekit.cli import app
+import sys
+
+from tracekit.cli import run
 
 if __name__ == "__main__":
-    app()
+    sys.exit(run())

@@ -426,3 +426,34 @@ def diff_command(
 
         terminal.print_renderable(render_diff(data, top, Console().width))
     raise typer.Exit(data["exit_code"])
+
+
+def _usage_errors() -> tuple[type[Exception], Any]:
+    """Click's UsageError and NoArgsIsHelpError classes, from typer's own copy of click where
+    typer carries one (typer >= 0.2x), else from click."""
+    try:
+        from typer._click import exceptions as errors
+    except ImportError:  # pragma: no cover - older typer runs on click itself
+        from click import exceptions as errors  # type: ignore[no-redef]
+    return errors.UsageError, getattr(errors, "NoArgsIsHelpError", ())
+
+
+def run(argv: list[str] | None = None) -> int:
+    """The console entry point: as ``app``, but a usage error is one line on stderr (with the
+    command whose ``--help`` tells the fix) and exit code 2."""
+    usage_error, no_args_is_help = _usage_errors()
+    try:
+        code = app(args=argv, prog_name="tracekit", standalone_mode=False)
+    except no_args_is_help:
+        return 0  # the help is already printed
+    except usage_error as exc:
+        ctx = getattr(exc, "ctx", None)
+        where = ctx.command_path if ctx is not None else "tracekit"
+        line = Text("error: ", style="bold red")
+        line.append(f"{printable(exc.format_message())} (see `{where} --help`)")
+        stderr.print(line, highlight=False, soft_wrap=True)
+        return 2
+    except typer.Abort:
+        stderr.print("aborted", highlight=False)
+        return 130
+    return code if isinstance(code, int) else 0
