@@ -133,15 +133,8 @@ def _hccl(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
     plane = plane_no >= 0
     ops_at, tasks_at = np.nonzero(~plane)[0], np.nonzero(plane)[0]
     if len(ops_at):
-        ops = take(events, ops_at)
-        base = reader.base(ops, "HCCL")
-        args = reader.args(ops)
-        get = lambda key: _field(args, key)  # noqa: E731
-        columns = {
-            "ts": base["ts"],
-            "dur": base["dur"],
-            "name": texts(_field(ops, "name")),
-            "thread": texts(group[ops_at]),
+        columns, get, keep = _hccl_columns(reader, events, ops_at, group, "HCCL")
+        columns |= {
             "corr": ints(get("connection_id")),
             "model_id": ints(get("hccl_model_id")),
             "data_type": texts(get("data_type")),
@@ -150,17 +143,10 @@ def _hccl(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
             "relay": ints(get("relay")),
             "retry": ints(get("retry")),
         }
-        out.hccl_ops = frame(columns, base["keep"])
+        out.hccl_ops = frame(columns, keep)
     if len(tasks_at):
-        tasks = take(events, tasks_at)
-        base = reader.base(tasks, "HCCL task")
-        args = reader.args(tasks)
-        get = lambda key: _field(args, key)  # noqa: E731
-        columns = {
-            "ts": base["ts"],
-            "dur": base["dur"],
-            "name": texts(_field(tasks, "name")),
-            "thread": texts(group[tasks_at]),
+        columns, get, keep = _hccl_columns(reader, events, tasks_at, group, "HCCL task")
+        columns |= {
             "plane": pa.array(plane_no[tasks_at]),
             "stream": ints(get("plane_stream")),
             "task_id": ints(get("plane_task")),
@@ -176,7 +162,19 @@ def _hccl(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
             "bandwidth": floats(get("bandwidth")),
             "model_id": ints(get("hccl_model_id")),
         }
-        out.hccl_tasks = frame(columns, base["keep"])
+        out.hccl_tasks = frame(columns, keep)
+
+
+def _hccl_columns(reader: Reader, events: list[Any], at: np.ndarray, group: np.ndarray,
+                  what: str) -> tuple[dict[str, Any], Callable[[str], list[Any]], Any]:  # fmt: skip
+    """The columns every HCCL row has (ts, dur, name, thread) for the events at ``at``, a
+    getter of their args fields, and the mask of rows with a usable ts."""
+    picked = take(events, at)
+    base = reader.base(picked, what)
+    args = reader.args(picked)
+    columns = {"ts": base["ts"], "dur": base["dur"], "name": texts(_field(picked, "name")),
+               "thread": texts(group[at])}  # fmt: skip
+    return columns, (lambda key: _field(args, key)), base["keep"]
 
 
 def _host_frame(
