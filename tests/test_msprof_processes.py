@@ -27,6 +27,14 @@ def output(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_torch_npu(sc.events, tmp_path_factory.mktemp("npu"))
 
 
+def _one_process_load(output: Path, monkeypatch: pytest.MonkeyPatch) -> tracekit.Timeline:
+    """The timeline read in this process alone (``TRACEKIT_PROCESSES=1``)."""
+    monkeypatch.setenv("TRACEKIT_PROCESSES", "1")
+    serial = tracekit.load(output)
+    monkeypatch.delenv("TRACEKIT_PROCESSES")
+    return serial
+
+
 def _split_small_files(monkeypatch: pytest.MonkeyPatch, cpus: int) -> None:
     monkeypatch.setattr(parallel, "MIN_BYTES", 16 << 10)
     monkeypatch.setattr(parallel, "HEAD_EXTRA", 0)
@@ -37,9 +45,7 @@ def _split_small_files(monkeypatch: pytest.MonkeyPatch, cpus: int) -> None:
 def test_three_processes_give_the_one_process_timeline(
     output: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("TRACEKIT_PROCESSES", "1")
-    serial = tracekit.load(output)
-    monkeypatch.delenv("TRACEKIT_PROCESSES")
+    serial = _one_process_load(output, monkeypatch)
     _split_small_files(monkeypatch, 3)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where workers write their parts
     started = []
@@ -60,9 +66,7 @@ def test_three_processes_give_the_one_process_timeline(
 def test_failed_worker_falls_back_to_one_process(
     output: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("TRACEKIT_PROCESSES", "1")
-    serial = tracekit.load(output)
-    monkeypatch.delenv("TRACEKIT_PROCESSES")
+    serial = _one_process_load(output, monkeypatch)
     _split_small_files(monkeypatch, 2)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     parts = []
@@ -75,9 +79,7 @@ def test_failed_worker_falls_back_to_one_process(
 def test_own_slice_is_read_again_when_the_file_context_differs(
     output: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("TRACEKIT_PROCESSES", "1")
-    serial = tracekit.load(output)
-    monkeypatch.delenv("TRACEKIT_PROCESSES")
+    serial = _one_process_load(output, monkeypatch)
     _split_small_files(monkeypatch, 2)
     calls = []
     original = parallel.layers_of
