@@ -150,3 +150,28 @@ def test_args_json_keeps_only_present_values(tmp_path: Path) -> None:
         None,
         {"grid": [1, 2, 3], "occupancy": 37.5},
     ]  # fmt: skip
+
+
+def test_grid_and_block_text_in_every_shape(tmp_path: Path) -> None:
+    shapes = [[8, 1, 1], [], [2**40, 1, 1], None, [[1, 2], 3]]  # the last one is read leniently
+    events = []
+    for i, grid in enumerate(shapes):
+        event = _kernel(i * 10, 5, corr=i + 1)
+        event["args"].update({"grid": grid, "block": [128, 1, 1]})
+        events.append(event)
+    all_lists = tracekit.load(_write(tmp_path / "lists.json", events[:3]))
+    grids = [msgspec.json.decode(a)["grid"] for a in all_lists.df.sort("ts")["args"].to_list()]
+    assert grids == shapes[:3]
+    mixed = tracekit.load(_write(tmp_path / "mixed.json", events))
+    texts = [msgspec.json.decode(a) for a in mixed.df.sort("ts")["args"].to_list()]
+    assert [t.get("grid") for t in texts] == [*shapes[:3], None, [[1, 2], 3]]
+    assert all(t["block"] == [128, 1, 1] for t in texts)
+
+
+def test_odd_pid_and_tid_values_among_integers(tmp_path: Path) -> None:
+    ops = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1000 + i, "tid": 7,
+            "ts": i * 10, "dur": 5} for i in range(5)]  # fmt: skip
+    ops[1]["pid"], ops[2]["tid"], ops[3]["pid"], ops[4]["tid"] = "Spans", "0x1f", 2**70, 3.0
+    tl = tracekit.load(_write(tmp_path / "t.json", ops))
+    rows = tl.df.sort("ts").select("pid", "tid").rows()
+    assert rows == [(1000, 7), (None, 7), (1002, 31), (None, 7), (1004, 3)]

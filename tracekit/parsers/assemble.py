@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.ma  # pa.array(ndarray) imports it on first use: keep that out of the first load
 import pyarrow as pa
 
 from tracekit.parsers.names import NamePool

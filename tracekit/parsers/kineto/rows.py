@@ -72,7 +72,15 @@ def _ints(values: list[Any]) -> pa.Array:
     try:
         return pa.array(values, pa.int64())
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        return pa.array([v if type(v) is int else _as_int(v) for v in values], pa.int64())
+        pass
+    odd = [i for i, kind in enumerate(map(type, values)) if kind is not int]
+    fixed = values.copy()  # typically a few odd values among many integers
+    for i in odd:
+        fixed[i] = _as_int(values[i])
+    try:
+        return pa.array(fixed, pa.int64())
+    except OverflowError:  # an int beyond 64 bits
+        return pa.array([_as_int(v) for v in fixed], pa.int64())
 
 
 def _as_int(value: Any) -> int | None:
@@ -98,9 +106,17 @@ _JSON_LIST_OR_NULL = re.compile(rb"\[[^\[\]]*\]|null")
 def _json_texts(values: list[Any]) -> pa.Array:
     """JSON text per value: flat lists like ``[8, 1, 1]`` are encoded as one array and split
     in C; anything else (leniently decoded values) is encoded one by one."""
-    if set(map(type, values)) <= _LIST_OR_NONE:
-        pieces = _JSON_LIST_OR_NULL.findall(msgspec.json.encode(values)[1:-1])
+    kinds = set(map(type, values))
+    if kinds == {list}:  # no nulls: split ``[[8,1,1],[4,1,1]]`` between the inner lists
+        pieces = msgspec.json.encode(values)[2:-2].split(b"],[")
         if len(pieces) == len(values):
+            inner = pa.array(pieces, pa.binary()).cast(pa.string())
+            if not pc.any(pc.match_substring(inner, "[")).as_py():  # nested (lenient) values
+                return pc.binary_join_element_wise("[", inner, "]", "")
+    if kinds <= _LIST_OR_NONE:
+        body = msgspec.json.encode(values)[1:-1]
+        pieces = _JSON_LIST_OR_NULL.findall(body)
+        if len(pieces) == len(values) and b",".join(pieces) == body:  # no nested lists
             texts = pa.array(pieces, pa.binary()).cast(pa.string())
             return pc.if_else(pc.equal(texts, "null"), pa.scalar(None, pa.string()), texts)
     out = []
