@@ -70,3 +70,66 @@ def test_plan_splits_only_between_whole_events() -> None:
 def test_plan_declines_unexpected_layouts() -> None:
     assert chunks.plan(b'[{"ph": "X"}, {"ph": "X"}]', 2) is None  # bare list: no key
     assert chunks.plan(b'{"traceEvents": [{"ph": "X"}]}', 2) is None  # one event: no split
+
+
+def test_pieces_of_a_few_kilobytes_give_the_one_piece_timeline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = _trace()
+    whole = tracekit.load(path)  # under 2 * PIECE_BYTES of JSON: decoded in one piece
+    cuts = []
+    original = chunks.subdivide
+
+    def spy(data, piece, size):
+        cuts.append(original(data, piece, size))
+        return cuts[-1]
+
+    monkeypatch.setattr(chunks, "PIECE_BYTES", 64 << 10)
+    monkeypatch.setattr(chunks, "subdivide", spy)
+    pieces = tracekit.load(path)
+    assert len(cuts) == 1 and len(cuts[0]) > 20
+    assert _frame(pieces).equals(_frame(whole))
+    assert pieces.meta == whole.meta
+
+
+def _kernels(n: int, name: str, **extra: object) -> list[dict]:
+    return [{"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": i * 10,
+             "dur": 5, "args": {"device": 0, "stream": 7, "correlation": i}, **extra}
+            for i in range(n)]  # fmt: skip
+
+
+def test_a_cut_inside_a_name_decodes_the_slice_in_one_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = _kernels(3000, 'odd"}, {"name')  # every event's name reads as an event boundary
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    monkeypatch.setattr(chunks, "PIECE_BYTES", 16 << 10)
+    tl = tracekit.load(path)
+    assert len(tl) == 3000 and tl.meta["warnings"] == []
+    assert set(tl.df["name"].cast(pl.String)) == {'odd"}, {"name'}
+
+
+def test_repairs_and_warnings_of_all_pieces_are_summed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = _kernels(3000, "gemm\udcff")  # invalid UTF-8 once encoded with surrogateescape
+    for event in events[::3]:
+        del event["dur"]
+    events[10]["cat"] = "mystery"
+    events[2900]["cat"] = "mystery"
+    text = json.dumps({"schemaVersion": 1, "traceEvents": events}, ensure_ascii=False)
+    path = tmp_path / "t.json"
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    whole = tracekit.load(path)
+    monkeypatch.setattr(chunks, "PIECE_BYTES", 16 << 10)
+    assert len(chunks.subdivide(path.read_bytes(), chunks.Slice(0, path.stat().st_size),
+                                16 << 10)) > 10  # fmt: skip
+    tl = tracekit.load(path)
+    assert tl.meta["warnings"] == [
+        "invalid UTF-8 in the trace replaced by U+FFFD",
+        "unknown categories read as host ranges: mystery (2)",
+        "1000 kernel events without dur; read as 0 ns",
+    ]
+    assert tl.meta == whole.meta
+    assert _frame(tl).equals(_frame(whole))

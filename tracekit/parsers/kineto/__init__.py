@@ -6,7 +6,6 @@ rocprofiler-sdk): ``.json``, ``.json.gz``, ``*.pt.trace.json(.gz)``, an object w
 from __future__ import annotations
 
 import re
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +15,9 @@ from tracekit.errors import TraceError
 from tracekit.load import Probe
 from tracekit.parsers import Parser, Progress
 from tracekit.parsers.kineto import chunks
+from tracekit.parsers.kineto.chunks import SliceResult
 from tracekit.parsers.kineto.decode import GZIP_MAGIC, decode, read_bytes
-from tracekit.parsers.kineto.events import events_table, read_events, to_table
-from tracekit.parsers.kineto.rows import render_warnings
+from tracekit.parsers.kineto.events import merge, piece_table, read_events, to_table, warning_lines
 from tracekit.timeline import Timeline, empty_meta
 
 _MARKERS = (b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"', b'"cpu_op"',
@@ -88,8 +87,9 @@ def _read_file(path: Path, note: Progress, include_python: bool, rank_hint: int 
                workers: list[chunks.Worker]) -> Timeline:  # fmt: skip
     data = read_bytes(path)
     warnings: list[str] = []
-    split = workers and chunks.workers_for(len(data)) > 1
-    planned = chunks.plan(data, len(workers) + 1) if split else None
+    processes = len(workers) + 1 if workers and chunks.workers_for(len(data)) > 1 else 1
+    by_piece = processes > 1 or len(data) >= 2 * chunks.PIECE_BYTES
+    planned = chunks.plan(data, processes) if by_piece else None
     note("decoding JSON")
     trace = decode(path, planned[1] if planned else data, warnings)
     if trace.traceEvents is None:
@@ -99,55 +99,44 @@ def _read_file(path: Path, note: Progress, include_python: bool, rank_hint: int 
         meta["ranks"] = [rank_hint]
     options = {"rank": meta["ranks"][0], "include_python": include_python,
                "rank_in_args": trace.distributedInfo is None}  # fmt: skip
-    table = None
+    result = None
     if planned:
-        note(f"decoding in {len(workers) + 1} processes")
         slices = planned[0]
+        if processes > 1:
+            note(f"decoding in {processes} processes")
         for worker, piece in zip(workers, slices[1:]):
             worker.feed(data, piece, options)
-        own = [chunks.slice_text(data, slices[0])]
-        del data, planned  # the slices now live in the workers and in `own`
-        table = _parallel(own, workers, options, warnings)
-        if table is None:  # a worker failed: read the whole trace in this process
-            data = read_bytes(path)
+        result = _pieces(data, slices[0], workers[: processes - 1], options)
+        if result is None:  # a worker failed: read the whole trace in this process
             trace = decode(path, data, warnings)
-    if table is None:
+    if result is None:
         events = trace.traceEvents or []
         note(f"{len(events):,} events")
         columns = read_events(events, data, **options)
-        del data, events
-        table = to_table(columns)
-        warnings += render_warnings(columns.repairs, columns.unknown)
+        del events
+        result = SliceResult(to_table(columns), columns.repairs, columns.unknown, [])
+    warnings.extend(w for w in warning_lines(result) if w not in warnings)
     meta["warnings"] = warnings
+    table = result.table
     if len(table):
         meta["ranks"] = sorted(pa.compute.unique(table.column("rank")).to_pylist())
     return _rebase(Timeline(table, meta), trace)
 
 
-def _parallel(own: list[bytearray], workers: list[chunks.Worker], options: dict[str, Any],
-              warnings: list[str]) -> pa.Table | None:  # fmt: skip
-    """Decode our slice while the (already fed) workers decode theirs; merge the tables.
+def _pieces(data: bytes, own: chunks.Slice, workers: list[chunks.Worker],
+            options: dict[str, Any]) -> SliceResult | None:  # fmt: skip
+    """Decode our slice while the (already fed) workers decode theirs; merge the results.
 
-    ``own`` hands over the only reference to our slice, so that it is freed once decoded.
     Returns None when a slice could not be decoded on its own or a worker failed.
     """
     try:
-        table, columns, first_warnings = events_table(own.pop(), **options)
+        results = [piece_table(data, own, **options)]
     except TraceError:
         return None  # not a clean slice after all
-    results = [chunks.SliceResult(table, columns.repairs, columns.unknown, first_warnings)]
     results += [worker.result() for worker in workers]
     if any(result is None for result in results):
         return None
-    repairs: Counter[tuple[str, str]] = Counter()
-    unknown: Counter[str] = Counter()
-    for result in results:
-        repairs.update(result.repairs)
-        unknown.update(result.unknown)
-        warnings.extend(w for w in result.warnings if w not in warnings)
-    warnings.extend(render_warnings(repairs, unknown))
-    tables = [r.table for r in results if r.table.num_rows]
-    return pa.concat_tables(tables).unify_dictionaries() if tables else results[0].table
+    return merge(results)  # type: ignore[arg-type]
 
 
 def _rebase(timeline: Timeline, trace: Any) -> Timeline:

@@ -29,6 +29,9 @@ import msgspec
 import pyarrow as pa
 
 MIN_BYTES = 96 << 20  # below this, starting workers costs more than it saves
+# Events are decoded and turned into columns this many bytes of JSON at a time: the decoded
+# objects are still in cache when read, and the memory they free is reused by the next piece.
+PIECE_BYTES = 8 << 20
 _MAX_TRAILER = 1 << 20  # keys after the events array: a few short values in practice
 _BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*\{")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
@@ -103,6 +106,18 @@ def _array_end(data: bytes, first: int) -> int | None:
             except msgspec.DecodeError:
                 pass
     return None
+
+
+def subdivide(data: bytes | bytearray, piece: Slice, size: int) -> list[Slice]:
+    """``piece`` cut into slices of whole events of about ``size`` bytes each."""
+    bounds = [piece.start]
+    while piece.stop - bounds[-1] > size + size // 2:
+        match = _BETWEEN_EVENTS.search(data, bounds[-1] + size, piece.stop)
+        if match is None:
+            break
+        bounds.append(match.start() + 1)
+    bounds.append(piece.stop)
+    return [Slice(a, b) for a, b in itertools.pairwise(bounds)]
 
 
 def workers_for(size: int, min_bytes: int | None = None) -> int:

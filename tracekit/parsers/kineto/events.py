@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+from tracekit.errors import TraceError
 from tracekit.parsers.assemble import assemble
+from tracekit.parsers.kineto import chunks
+from tracekit.parsers.kineto.chunks import Slice, SliceResult
 from tracekit.parsers.kineto.decode import decode, raw_timestamps
-from tracekit.parsers.kineto.rows import EventColumns
+from tracekit.parsers.kineto.rows import EventColumns, render_warnings
 from tracekit.parsers.names import NamePool
 
 
@@ -27,11 +31,53 @@ def to_table(columns: EventColumns) -> pa.Table:
     return assemble(columns.parts(pool), pool)
 
 
-def events_table(data: bytes | bytearray, *, rank: int, include_python: bool,
-                 rank_in_args: bool) -> tuple[pa.Table, EventColumns, list[str]]:  # fmt: skip
-    """Decode a JSON array of events (one slice of a trace) into a timeline table."""
+def _one_table(text: bytes | bytearray, options: dict[str, Any]) -> SliceResult:
     warnings: list[str] = []
-    events = decode(Path("<slice>"), data, warnings).traceEvents or []
-    columns = read_events(events, data, rank, include_python, rank_in_args)
-    del data, events
-    return to_table(columns), columns, warnings
+    events = decode(Path("<slice>"), text, warnings).traceEvents or []
+    columns = read_events(events, text, **options)
+    del text, events
+    return SliceResult(to_table(columns), columns.repairs, columns.unknown, warnings)
+
+
+def piece_table(data: bytes | bytearray, piece: Slice, **options: Any) -> SliceResult:
+    """The timeline table of the events in ``piece`` of ``data``, decoded a few MB at a time
+    (:data:`chunks.PIECE_BYTES`); raises :class:`TraceError` when they are not valid JSON."""
+    parts = chunks.subdivide(data, piece, chunks.PIECE_BYTES)
+    try:
+        results = [_one_table(chunks.slice_text(data, part), options) for part in parts]
+    except TraceError:
+        if len(parts) == 1:
+            raise
+        # A cut that looked like "}, {" inside a string: decode the piece in one go.
+        results = [_one_table(chunks.slice_text(data, piece), options)]
+    return merge(results)
+
+
+def events_table(text: bytes | bytearray, **options: Any) -> SliceResult:
+    """The timeline table of a JSON array of events (a worker's slice of a trace)."""
+    planned = chunks.plan(text, 1, bare=True)
+    if planned is None:
+        return _one_table(text, options)
+    return piece_table(text, planned[0][0], **options)
+
+
+def merge(results: list[SliceResult]) -> SliceResult:
+    """One result of several slices' results: tables concatenated, repairs and unknown
+    categories summed, warnings once each."""
+    if len(results) == 1:
+        return results[0]
+    repairs: Counter[tuple[str, str]] = Counter()
+    unknown: Counter[str] = Counter()
+    warnings: list[str] = []
+    for result in results:
+        repairs.update(result.repairs)
+        unknown.update(result.unknown)
+        warnings.extend(w for w in result.warnings if w not in warnings)
+    tables = [r.table for r in results if r.table.num_rows]
+    table = pa.concat_tables(tables).unify_dictionaries() if tables else results[0].table
+    return SliceResult(table, repairs, unknown, warnings)
+
+
+def warning_lines(result: SliceResult) -> list[str]:
+    """The warnings of a merged result, repairs and unknown categories included."""
+    return result.warnings + render_warnings(result.repairs, result.unknown)

@@ -20,8 +20,8 @@ def main() -> int:
     stdin = sys.stdin.buffer
     options = json.loads(stdin.readline())
     size = options.pop("size")
-    table, columns, warnings = events_table(read_slice(stdin, size), **options)
-    write_result(sys.stdout.buffer, table, columns.repairs, columns.unknown, warnings)
+    result = events_table(read_slice(stdin, size), **options)
+    write_result(sys.stdout.buffer, result.table, result.repairs, result.unknown, result.warnings)
     sys.stdout.buffer.flush()
     return 0
 
