@@ -61,7 +61,8 @@ class Args(msgspec.Struct, gc=False):
 
 
 class Event(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
-    """A complete event; the other phases are subclasses or field-less stand-ins.
+    """A complete event; instant phases decode as :class:`Instant`, the others as field-less
+    stand-ins (:class:`Ignored`).
 
     Decoding a union tagged by ``ph`` lets msgspec skip every field of the events tracekit
     does not keep (flows, metadata, counters) instead of building strings for them.
@@ -77,11 +78,29 @@ class Event(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     args: Args | None = None
 
 
+# Group keys that no category can collide with: what ``cat`` reads as on the decoded events of
+# instant phases and of the phases tracekit does not read, so that ``cat`` alone groups events.
+INSTANT_GROUP, SKIP_GROUP = "\0instant", "\0skip"
+
+
+class Instant(msgspec.Struct, gc=False, tag_field="ph"):
+    """An instant event: a marker; its category is not kept."""
+
+    ph: ClassVar[str] = "i"
+    cat: ClassVar[str] = INSTANT_GROUP
+    name: str | None = None
+    ts: int | float | str | None = None
+    dur: ClassVar[None] = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    args: Args | None = None
+
+
 class Ignored(msgspec.Struct, gc=False, tag_field="ph"):
     """An event of a phase tracekit does not read; its attributes read as None."""
 
     ph: ClassVar[str] = ""
-    cat: ClassVar[None] = None
+    cat: ClassVar[str] = SKIP_GROUP
     name: ClassVar[None] = None
     ts: ClassVar[None] = None
     dur: ClassVar[None] = None
@@ -103,7 +122,7 @@ IGNORED_PHASES = ("B", "E", "C", "b", "n", "e", "S", "T", "p", "F", "s", "t", "f
                   "O", "D", "M", "V", "v", "c", "(", ")")  # fmt: skip
 _PHASES = (
     Event,
-    *(msgspec.defstruct(f"Phase{ord(p)}", [], bases=(Event,), tag=p, namespace={"ph": p})
+    *(msgspec.defstruct(f"Phase{ord(p)}", [], bases=(Instant,), tag=p, namespace={"ph": p})
       for p in KEPT_PHASES),
     *(msgspec.defstruct(f"Phase{ord(p)}", [], bases=(Ignored,), tag=p, namespace={"ph": p})
       for p in IGNORED_PHASES),

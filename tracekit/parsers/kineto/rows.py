@@ -20,7 +20,13 @@ import pyarrow.compute as pc
 
 from tracekit.parsers.assemble import Part
 from tracekit.parsers.columns import floats, take, texts
-from tracekit.parsers.kineto.decode import to_ns
+from tracekit.parsers.kineto.decode import (
+    INSTANT_GROUP,
+    KEPT_PHASES,
+    SKIP_GROUP,
+    LenientEvent,
+    to_ns,
+)
 from tracekit.parsers.names import NamePool
 
 # category -> (kind, engine, on a device)
@@ -45,9 +51,7 @@ CATEGORIES: dict[str, tuple[str, str | None, bool]] = {
     "overhead": ("range", None, False),
 }
 LEGACY_CATEGORIES = ("Kernel", "Runtime", "Operator", "Memcpy", "Memset")
-INSTANT_PHASES = ("i", "I", "R")
-_INSTANT, _SKIP = "\0instant", "\0skip"  # group keys no category can collide with
-_INSTANT_SET = pa.array(INSTANT_PHASES)
+_INSTANT_SET = pa.array(KEPT_PHASES)
 _TS, _DUR, _PH, _CAT, _NAME = (attrgetter(k) for k in ("ts", "dur", "ph", "cat", "name"))
 _PID, _TID, _ARGS = (attrgetter(k) for k in ("pid", "tid", "args"))
 NONE_STREAMS = (-1, 4294967295)
@@ -203,10 +207,12 @@ class EventColumns:
     def _groups(self) -> dict[str, np.ndarray]:
         """Event indices per group: the category of complete events, "instant" for instant
         events, "skip" for everything else (flows, counters, metadata)."""
-        phases = pa.array(list(map(_PH, self.events)), pa.string())
-        cats = texts(list(map(_CAT, self.events)))
-        others = pc.if_else(pc.is_in(phases, _INSTANT_SET), _INSTANT, _SKIP)
-        encoded = pc.dictionary_encode(pc.if_else(pc.equal(phases, "X"), cats, others))
+        keys = texts(list(map(_CAT, self.events)))  # typed events: cat is the group key
+        if self.events and type(self.events[0]) is LenientEvent:  # ``ph`` is a decoded field
+            phases = pa.array(list(map(_PH, self.events)), pa.string())
+            others = pc.if_else(pc.is_in(phases, _INSTANT_SET), INSTANT_GROUP, SKIP_GROUP)
+            keys = pc.if_else(pc.equal(phases, "X"), keys, others)
+        encoded = pc.dictionary_encode(keys)
         codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
         order = np.argsort(codes, kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(-1, len(encoded.dictionary) + 1))
@@ -215,7 +221,7 @@ class EventColumns:
             idx = order[bounds[code + 1] : bounds[code + 2]]
             if not len(idx):
                 continue
-            key = value if value in CATEGORIES or value in (_INSTANT, _SKIP) else "?"
+            key = value if value in CATEGORIES or value in (INSTANT_GROUP, SKIP_GROUP) else "?"
             if key == "?":
                 self.unknown["<none>" if value is None else value] += len(idx)
             groups[key] = np.concatenate([groups[key], idx]) if key in groups else idx
@@ -227,9 +233,9 @@ class EventColumns:
         """One part per category group, in a stable order."""
         parts = []
         for key, idx in sorted(self._groups().items()):
-            if key == _SKIP or (key == "python_function" and not self.include_python):
+            if key == SKIP_GROUP or (key == "python_function" and not self.include_python):
                 continue
-            if key == _INSTANT:
+            if key == INSTANT_GROUP:
                 kind, engine, on_device = "marker", None, False
             else:
                 kind, engine, on_device = CATEGORIES.get(key, ("range", None, False))
