@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -73,9 +74,10 @@ def test_plan_declines_unexpected_layouts() -> None:
 
 
 def test_pieces_of_a_few_kilobytes_give_the_one_piece_timeline(
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = _trace()
+    path = tmp_path / "nccl_data.json"  # plain JSON: read whole, then cut into pieces
+    path.write_bytes(gzip.decompress(_trace().read_bytes()))
     whole = tracekit.load(path)  # under 2 * PIECE_BYTES of JSON: decoded in one piece
     cuts = []
     original = chunks.subdivide
@@ -133,3 +135,12 @@ def test_repairs_and_warnings_of_all_pieces_are_summed_once(
     ]
     assert tl.meta == whole.meta
     assert _frame(tl).equals(_frame(whole))
+
+
+def test_plan_finds_the_events_end_before_later_arrays() -> None:
+    events = [{"ph": "X", "name": f"k{i}", "args": {"grid": [1, 1, 1]}} for i in range(50)]
+    trailer = {"deviceProperties": [{"id": 0}, {"id": 1}], "logs": ["a ]", "b"]}
+    data = json.dumps({"traceEvents": events, **trailer}).encode()
+    slices, header = chunks.plan(data, 3)
+    assert json.loads(header) == {"traceEvents": [], **trailer}
+    assert [e for s in slices for e in json.loads(chunks.slice_text(data, s))] == events

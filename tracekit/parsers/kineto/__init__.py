@@ -14,7 +14,7 @@ import pyarrow as pa
 from tracekit.errors import TraceError
 from tracekit.load import Probe
 from tracekit.parsers import Parser, Progress
-from tracekit.parsers.kineto import chunks
+from tracekit.parsers.kineto import chunks, stream
 from tracekit.parsers.kineto.chunks import SliceResult
 from tracekit.parsers.kineto.decode import GZIP_MAGIC, decode, read_bytes
 from tracekit.parsers.kineto.events import merge, piece_table, read_events, to_table, warning_lines
@@ -85,13 +85,34 @@ def _start_workers(path: Path) -> list[chunks.Worker]:
 
 def _read_file(path: Path, note: Progress, include_python: bool, rank_hint: int | None,
                workers: list[chunks.Worker]) -> Timeline:  # fmt: skip
-    data = read_bytes(path)
-    warnings: list[str] = []
-    processes = len(workers) + 1 if workers and chunks.workers_for(len(data)) > 1 else 1
-    by_piece = processes > 1 or len(data) >= 2 * chunks.PIECE_BYTES
-    planned = chunks.plan(data, processes) if by_piece else None
+    def options_of(trace: Any) -> dict[str, Any]:
+        return _context(trace, path, rank_hint, include_python)[1]
+
     note("decoding JSON")
-    trace = decode(path, planned[1] if planned else data, warnings)
+    streamed = None
+    if not workers and _gzipped(path):
+        streamed = stream.read(path, options_of)
+    if streamed is not None:
+        trace, result, warnings = streamed
+    else:
+        trace, result, warnings = _read_text(path, note, workers, options_of)
+    meta = _context(trace, path, rank_hint, include_python)[0]
+    warnings.extend(w for w in warning_lines(result) if w not in warnings)
+    meta["warnings"] = warnings
+    table = result.table
+    if len(table):
+        meta["ranks"] = sorted(pa.compute.unique(table.column("rank")).to_pylist())
+    return _rebase(Timeline(table, meta), trace)
+
+
+def _gzipped(path: Path) -> bool:
+    with path.open("rb") as fh:
+        return fh.read(2) == GZIP_MAGIC
+
+
+def _context(trace: Any, path: Path, rank_hint: int | None,
+             include_python: bool) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+    """The timeline metadata of a decoded trace and the options its rows are read with."""
     if trace.traceEvents is None:
         raise TraceError(f"{path}: JSON without traceEvents; not a PyTorch-profiler trace")
     meta = _metadata(trace, path)
@@ -99,6 +120,20 @@ def _read_file(path: Path, note: Progress, include_python: bool, rank_hint: int 
         meta["ranks"] = [rank_hint]
     options = {"rank": meta["ranks"][0], "include_python": include_python,
                "rank_in_args": trace.distributedInfo is None}  # fmt: skip
+    return meta, options
+
+
+def _read_text(path: Path, note: Progress, workers: list[chunks.Worker],
+               options_of: Any) -> tuple[Any, SliceResult, list[str]]:  # fmt: skip
+    """Read the whole JSON text, then decode it in pieces (in this process and the workers),
+    or in one go when it cannot be cut."""
+    data = read_bytes(path)
+    warnings: list[str] = []
+    processes = len(workers) + 1 if workers and chunks.workers_for(len(data)) > 1 else 1
+    by_piece = processes > 1 or len(data) >= 2 * chunks.PIECE_BYTES
+    planned = chunks.plan(data, processes) if by_piece else None
+    trace = decode(path, planned[1] if planned else data, warnings)
+    options = options_of(trace)
     result = None
     if planned:
         slices = planned[0]
@@ -115,12 +150,7 @@ def _read_file(path: Path, note: Progress, include_python: bool, rank_hint: int 
         columns = read_events(events, data, **options)
         del events
         result = SliceResult(to_table(columns), columns.repairs, columns.unknown, [])
-    warnings.extend(w for w in warning_lines(result) if w not in warnings)
-    meta["warnings"] = warnings
-    table = result.table
-    if len(table):
-        meta["ranks"] = sorted(pa.compute.unique(table.column("rank")).to_pylist())
-    return _rebase(Timeline(table, meta), trace)
+    return trace, result, warnings
 
 
 def _pieces(data: bytes, own: chunks.Slice, workers: list[chunks.Worker],

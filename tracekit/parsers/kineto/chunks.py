@@ -33,7 +33,7 @@ MIN_BYTES = 96 << 20  # below this, starting workers costs more than it saves
 # objects are still in cache when read, and the memory they free is reused by the next piece.
 PIECE_BYTES = 8 << 20
 _MAX_TRAILER = 1 << 20  # keys after the events array: a few short values in practice
-_BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*\{")
+BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*\{")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 META_KEY = b"tracekit-slice"
 
@@ -74,7 +74,7 @@ def plan(
         if key is None:
             return None
         first = key.end()
-        found = _array_end(data, first)
+        found = array_end(data, first)
         if found is None:
             return None
         last = found
@@ -82,7 +82,7 @@ def plan(
     size = last - first
     for k in range(1, workers):
         cut = size * k // workers if at is None else int(size * at[k - 1])
-        match = _BETWEEN_EVENTS.search(data, first + cut, last)
+        match = BETWEEN_EVENTS.search(data, first + cut, last)
         if match is None or match.start() + 1 <= bounds[-1]:
             return None
         bounds.append(match.start() + 1)
@@ -91,28 +91,78 @@ def plan(
     return slices, data[:first] + data[last:]
 
 
-def _array_end(data: bytes, first: int) -> int | None:
-    """Index of the ``]`` closing the events array, checked by decoding what follows it."""
+def events_start(data: bytes | bytearray) -> int | None:
+    """Index just after the ``[`` that opens the events: of ``"traceEvents": [`` within the
+    first MB, or of the document itself when it is a bare list."""
+    head = data[:4096]
+    if head.lstrip()[:1] == b"[":
+        return head.index(b"[") + 1
+    key = _EVENTS_KEY.search(data, 0, 1 << 20)
+    return None if key is None else key.end()
+
+
+def array_end(data: bytes | bytearray, first: int) -> int | None:
+    """Index of the ``]`` closing the events array that starts at ``first``: the last ``]``
+    that the rest of the trace object follows and that closes a list of events (keys after
+    the events may hold arrays of their own, such as ``deviceProperties`` or log lines)."""
     pos = len(data)
     for _ in range(64):
         pos = data.rfind(b"]", first, pos)
         if pos < 0 or len(data) - pos > _MAX_TRAILER:
             return None
-        tail = data[pos + 1 :].strip()
-        if tail == b"}" or tail.startswith(b","):
-            try:
-                msgspec.json.decode(b"{" + tail.lstrip(b",") if tail != b"}" else b"{}")
-                return pos
-            except msgspec.DecodeError:
-                pass
+        if _object_rest(data[pos + 1 :]) and _closes_events(data, first, pos):
+            return pos
     return None
+
+
+def _object_rest(tail: bytes | bytearray) -> bool:
+    """Whether ``tail`` is the end of a JSON object: ``}`` or ``, "key": value ... }``."""
+    tail = tail.strip()
+    if tail != b"}" and not tail.startswith(b","):
+        return False
+    try:
+        msgspec.json.decode(b"{" + tail.lstrip(b",") if tail != b"}" else b"{}")
+    except msgspec.DecodeError:
+        return False
+    return True
+
+
+class _Phase(msgspec.Struct):
+    ph: str
+
+
+def _closes_events(data: bytes | bytearray, first: int, pos: int) -> bool:
+    """Whether ``data[first:pos]`` ends with an event (an object with ``ph``), or is empty."""
+    body_end = len(data[first:pos].rstrip()) + first
+    if body_end == first:
+        return True
+    if data[body_end - 1 : body_end] != b"}":
+        return False
+    start, window = first, 1 << 14
+    while True:
+        lower = max(first, body_end - window)
+        found = None
+        for found in BETWEEN_EVENTS.finditer(data, lower, body_end):  # noqa: B007
+            pass
+        if found is not None:
+            start = found.end() - 1
+            break
+        if lower == first:
+            start = first
+            break
+        window *= 4
+    try:
+        msgspec.json.decode(data[start:body_end], type=_Phase)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False
+    return True
 
 
 def subdivide(data: bytes | bytearray, piece: Slice, size: int) -> list[Slice]:
     """``piece`` cut into slices of whole events of about ``size`` bytes each."""
     bounds = [piece.start]
     while piece.stop - bounds[-1] > size + size // 2:
-        match = _BETWEEN_EVENTS.search(data, bounds[-1] + size, piece.stop)
+        match = BETWEEN_EVENTS.search(data, bounds[-1] + size, piece.stop)
         if match is None:
             break
         bounds.append(match.start() + 1)

@@ -196,6 +196,14 @@ def is_bare_list(data: bytes) -> bool:
     return data[:4096].lstrip()[:1] == b"["
 
 
+InflateError = _zlib.error
+
+
+def gzip_inflater() -> Any:
+    """A decompressor of one gzip member (ISA-L's, which releases the GIL, where installed)."""
+    return _zlib.decompressobj(16 + _zlib.MAX_WBITS)
+
+
 def read_bytes(path: Path) -> bytes:
     """The file's JSON text, un-gzipped (every gzip member) when it is compressed."""
     data = path.read_bytes()
@@ -204,7 +212,7 @@ def read_bytes(path: Path) -> bytes:
     parts = []
     try:
         while data[:2] == GZIP_MAGIC:
-            inflater = _zlib.decompressobj(16 + _zlib.MAX_WBITS)
+            inflater = gzip_inflater()
             parts.append(inflater.decompress(data))
             if not inflater.eof:
                 raise _zlib.error("unexpected end of stream")

@@ -31,7 +31,8 @@ def to_table(columns: EventColumns) -> pa.Table:
     return assemble(columns.parts(pool), pool)
 
 
-def _one_table(text: bytes | bytearray, options: dict[str, Any]) -> SliceResult:
+def one_table(text: bytes | bytearray, options: dict[str, Any]) -> SliceResult:
+    """The timeline table of a JSON array of events, decoded in one go."""
     warnings: list[str] = []
     events = decode(Path("<slice>"), text, warnings).traceEvents or []
     columns = read_events(events, text, **options)
@@ -44,12 +45,12 @@ def piece_table(data: bytes | bytearray, piece: Slice, **options: Any) -> SliceR
     (:data:`chunks.PIECE_BYTES`); raises :class:`TraceError` when they are not valid JSON."""
     parts = chunks.subdivide(data, piece, chunks.PIECE_BYTES)
     try:
-        results = [_one_table(chunks.slice_text(data, part), options) for part in parts]
+        results = [one_table(chunks.slice_text(data, part), options) for part in parts]
     except TraceError:
         if len(parts) == 1:
             raise
         # A cut that looked like "}, {" inside a string: decode the piece in one go.
-        results = [_one_table(chunks.slice_text(data, piece), options)]
+        results = [one_table(chunks.slice_text(data, piece), options)]
     return merge(results)
 
 
@@ -57,7 +58,7 @@ def events_table(text: bytes | bytearray, **options: Any) -> SliceResult:
     """The timeline table of a JSON array of events (a worker's slice of a trace)."""
     planned = chunks.plan(text, 1, bare=True)
     if planned is None:
-        return _one_table(text, options)
+        return one_table(text, options)
     return piece_table(text, planned[0][0], **options)
 
 

@@ -1,0 +1,141 @@
+"""A gzip Kineto trace is decoded while it inflates: same timeline as reading it whole."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import tracekit
+from tests.conftest import real_root, run_cli
+from tracekit.parsers.kineto import chunks, stream
+
+DEVICES = [{"id": 0, "name": "NVIDIA H200", "totalGlobalMem": 150_000_000_000, "numSms": 132}]
+
+
+def _frame(tl: tracekit.Timeline) -> pl.DataFrame:
+    df = tl.df.with_columns(pl.col(pl.Categorical).cast(pl.String))
+    return df.sort(df.columns, nulls_last=True)
+
+
+@pytest.fixture
+def streamed(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Pieces of 16 KB, and a record per load of whether the stream path took it."""
+    taken: list[bool] = []
+    real = stream.read
+
+    def spy(path: Path, options_of: object) -> object:
+        found = real(path, options_of)
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(chunks, "PIECE_BYTES", 16 << 10)
+    monkeypatch.setattr(stream, "read", spy)
+    return taken
+
+
+def _whole(path: Path, monkeypatch: pytest.MonkeyPatch) -> tracekit.Timeline:
+    with monkeypatch.context() as patch:
+        patch.setattr(stream, "read", lambda _path, _options: None)
+        return tracekit.load(path)
+
+
+def _events(n: int, name: str = "gemm") -> list[dict]:
+    events = []
+    for i in range(n):
+        events.append({"ph": "X", "cat": "kernel", "name": f"{name}_{i % 7}", "pid": 0,
+                       "tid": 7, "ts": 1_000 + i * 10, "dur": 4, "args": {"device": 0,
+                       "stream": 7, "correlation": i, "grid": [i % 5, 1, 1]}})  # fmt: skip
+        events.append({"ph": "f", "cat": "ac2g", "id": i, "pid": 0, "tid": 7, "ts": 1_000 + i * 10,
+                       "bp": "e", "name": "ac2g"})  # fmt: skip
+    return events
+
+
+def _gz(path: Path, document: object) -> Path:
+    path.write_bytes(gzip.compress(json.dumps(document, indent=1).encode()))
+    return path
+
+
+def test_real_trace_in_pieces_equals_reading_it_whole(
+    streamed: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = real_root()
+    if root is None:
+        pytest.skip("TRACEKIT_REAL_TRACES not set")
+    path = root / "nvidia" / "hta-nccl-parser-a100-2rank" / "nccl_data.json.gz"
+    pieces = tracekit.load(path)
+    assert streamed == [True]
+    whole = _whole(path, monkeypatch)
+    assert _frame(pieces).equals(_frame(whole))
+    assert pieces.meta == whole.meta
+
+
+def test_arrays_after_the_events_are_not_taken_for_their_end(
+    tmp_path: Path, streamed: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    document = {"schemaVersion": 1, "traceEvents": _events(3000), "deviceProperties": DEVICES * 2,
+                "logs": ["INFO: done ]", "x"], "baseTimeNanoseconds": 17 * 10**17}  # fmt: skip
+    path = _gz(tmp_path / "t.json.gz", document)
+    tl = tracekit.load(path)
+    assert streamed == [True]
+    assert len(tl) == 3000
+    assert tl.meta["devices"][0]["name"] == "NVIDIA H200" and len(tl.meta["devices"]) == 2
+    assert tl.meta["origin_ns"] == 17 * 10**17 + 1_000_000
+    assert _frame(tl).equals(_frame(_whole(path, monkeypatch)))
+
+
+def test_distributed_info_after_the_events_ranks_every_row(
+    tmp_path: Path, streamed: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = _events(3000)
+    events[4]["args"]["rank"] = 9  # read from args only when the trace has no distributedInfo
+    document = {"traceEvents": events, "distributedInfo": {"rank": 3, "world_size": 8}}
+    path = _gz(tmp_path / "t.json.gz", document)
+    tl = tracekit.load(path)
+    assert streamed == [True]
+    assert tl.df["rank"].unique().to_list() == [3] and tl.meta["ranks"] == [3]
+    assert _frame(tl).equals(_frame(_whole(path, monkeypatch)))
+
+
+def test_bare_list_and_several_gzip_members(
+    tmp_path: Path, streamed: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = json.dumps(_events(3000)).encode()
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(text[:50_000]) + gzip.compress(text[50_000:]))
+    tl = tracekit.load(path)
+    assert streamed == [True]
+    assert len(tl) == 3000
+    assert _frame(tl).equals(_frame(_whole(path, monkeypatch)))
+
+
+def test_a_cut_inside_a_name_reads_the_file_whole(tmp_path: Path, streamed: list[bool]) -> None:
+    events = _events(3000, name='odd"}, {"name')
+    path = _gz(tmp_path / "t.json.gz", {"schemaVersion": 1, "traceEvents": events})
+    tl = tracekit.load(path)
+    assert streamed == [False]
+    assert len(tl) == 3000 and tl.meta["warnings"] == []
+
+
+def test_truncated_gzip_is_one_line_either_way(tmp_path: Path, streamed: list[bool]) -> None:
+    whole = _gz(tmp_path / "t.json.gz", {"schemaVersion": 1, "traceEvents": _events(3000)})
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    with pytest.raises(tracekit.TraceError, match="gzip stream is truncated"):
+        tracekit.load(cut)
+    assert streamed == [False]
+    done = run_cli("summary", str(cut))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_end_of_a_last_piece_holding_one_event() -> None:
+    text = bytearray(
+        b'[\n {"ph": "M", "name": "process_sort_index", "args": {"sort_index": 6}}\n ]\n}'
+    )
+    assert stream._array_end(text, bare=False) == text.rindex(b"]")
+    assert stream._array_end(bytearray(b"[ ]\n}"), bare=False) == 2
+    assert stream._array_end(bytearray(b'[{"ph": "X"}]  '), bare=True) == 12
+    assert stream._array_end(bytearray(b'[{"ph": "X"}, '), bare=True) is None

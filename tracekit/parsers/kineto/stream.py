@@ -1,0 +1,166 @@
+"""A gzip Kineto trace decoded while it inflates.
+
+A thread inflates the file (ISA-L releases the GIL, so this takes the other core) and hands
+over about :data:`chunks.PIECE_BYTES` of JSON at a time; this thread cuts the text after the
+last whole event, decodes that piece in place and reads its columns. The whole text is never
+held at once. Anything unexpected (no ``traceEvents`` key near the start, a cut inside a
+string, metadata after the events that changes how rows are read) returns None, and the
+caller reads the file the ordinary way, which also reports bad input.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from tracekit.errors import TraceError
+from tracekit.parsers.kineto import chunks
+from tracekit.parsers.kineto.chunks import SliceResult
+from tracekit.parsers.kineto.decode import GZIP_MAGIC, InflateError, decode, gzip_inflater
+from tracekit.parsers.kineto.events import merge, one_table
+
+_HEAD_LIMIT = 1 << 20  # the events array starts within this many bytes, or we decline
+_TAIL_WINDOW = 1 << 16  # the last cut between events is searched in this much text first
+_END = object()
+
+
+class _Inflater(threading.Thread):
+    """Inflates every gzip member of a file into a bounded queue of text chunks."""
+
+    def __init__(self, path: Path, chunk: int) -> None:
+        super().__init__(daemon=True)
+        self.path, self.chunk = path, chunk
+        self.chunks: queue.Queue[Any] = queue.Queue(maxsize=3)
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        try:
+            data = self.path.read_bytes()
+            while data[:2] == GZIP_MAGIC:
+                inflater = gzip_inflater()
+                while not inflater.eof:
+                    text = inflater.decompress(data, self.chunk)
+                    data = inflater.unconsumed_tail
+                    if not text and not data:
+                        raise InflateError("unexpected end of stream")
+                    if text and not self._put(text):
+                        return
+                data = inflater.unused_data
+            self._put(_END)
+        except Exception as exc:  # handed over; the caller then reads the ordinary way
+            self._put(exc)
+
+    def _put(self, item: Any) -> bool:
+        while not self.stopped.is_set():
+            try:
+                self.chunks.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def texts(self) -> Iterator[bytes]:
+        """The inflated text, chunk by chunk; raises what the thread raised."""
+        while (item := self.chunks.get()) is not _END:
+            if isinstance(item, Exception):
+                raise item
+            yield item
+
+
+def read(path: Path, options_of: Any) -> tuple[Any, SliceResult, list[str]] | None:
+    """Decode the gzip trace at ``path`` as it inflates: its metadata (a decoded trace with no
+    events), its events' table and the warnings of the metadata; or None (see the module
+    docstring).
+
+    ``options_of(trace)`` gives the row options for the trace's metadata; they must come out
+    the same from the metadata before the events as from all of it.
+    """
+    inflater = _Inflater(path, chunks.PIECE_BYTES)
+    inflater.start()
+    try:
+        return _read(path, inflater.texts(), options_of)
+    except (TraceError, InflateError, OSError, ValueError):
+        return None
+    finally:
+        inflater.stopped.set()
+        inflater.join()
+
+
+def _read(path: Path, texts: Iterator[bytes],
+          options_of: Any) -> tuple[Any, SliceResult, list[str]] | None:  # fmt: skip
+    pending = bytearray()
+    for text in texts:
+        pending += text
+        if chunks.events_start(pending) is not None or len(pending) > _HEAD_LIMIT:
+            break
+    start = chunks.events_start(pending)
+    if start is None:
+        return None
+    head = bytes(pending[: start - 1])  # up to the "[" opening the events
+    bare = not head.strip()
+    options = options_of(decode(path, b"[]" if bare else head + b"[]}", []))
+    del pending[: start - 1]  # keep the "[": it opens the first piece
+    results = []
+    for text in itertools.chain([b""], texts):  # the text read with the head comes first
+        pending += text
+        cut = _last_cut(pending) if len(pending) >= chunks.PIECE_BYTES // 2 else None
+        if cut is None:
+            continue
+        rest = pending[cut:].lstrip()
+        if rest[:1] != b",":
+            return None
+        rest[:1] = b"["
+        del pending[cut:]
+        pending += b"]"
+        results.append(one_table(pending, options))
+        pending = rest
+    end = _array_end(pending, bare)
+    if end is None:
+        return None
+    tail = bytes(pending[end + 1 :])
+    del pending[end + 1 :]
+    results.append(one_table(pending, options))
+    warnings: list[str] = []
+    trace = decode(path, b"[]" if bare else head + b"[]" + tail, warnings)
+    result = merge(results)
+    final = options_of(trace)
+    if final != options:
+        # Only distributedInfo after the events is handled: it gives every row its rank.
+        changed = {key for key in final if final[key] != options[key]}
+        if changed - {"rank", "rank_in_args"} or final["rank_in_args"]:
+            return None
+        ranks = pa.array(np.full(result.table.num_rows, final["rank"], dtype=np.int32))
+        index = result.table.schema.get_field_index("rank")
+        result.table = result.table.set_column(index, "rank", ranks)
+    return trace, result, warnings
+
+
+def _array_end(text: bytearray, bare: bool) -> int | None:
+    """Index of the ``]`` closing the events: the last byte of a bare list, or the one that
+    the rest of the trace object follows."""
+    if not bare:
+        return chunks.array_end(text, 1)  # text[0] is the "[" opening the events
+    end = len(text.rstrip()) - 1
+    return end if end >= 0 and text[end] == ord("]") else None
+
+
+def _last_cut(text: bytearray) -> int | None:
+    """The index just after the last ``}`` that ends an event (``}, {`` follows it)."""
+    window = _TAIL_WINDOW
+    while True:
+        lower = max(0, len(text) - window)
+        found = None
+        for found in chunks.BETWEEN_EVENTS.finditer(text, lower):  # noqa: B007
+            pass
+        if found is not None:
+            return found.start() + 1
+        if lower == 0:
+            return None
+        window *= 4
