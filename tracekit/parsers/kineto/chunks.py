@@ -115,6 +115,13 @@ def array_end(data: bytes | bytearray, first: int) -> int | None:
     return None
 
 
+def text_end(data: bytes | bytearray, lower: int, upper: int) -> int:
+    """``upper`` moved back over whitespace, not below ``lower`` (no copy of the text)."""
+    while upper > lower and data[upper - 1] in b" \t\r\n":
+        upper -= 1
+    return upper
+
+
 def _object_rest(tail: bytes | bytearray) -> bool:
     """Whether ``tail`` is the end of a JSON object: ``}`` or ``, "key": value ... }``."""
     tail = tail.strip()
@@ -133,7 +140,7 @@ class _Phase(msgspec.Struct):
 
 def _closes_events(data: bytes | bytearray, first: int, pos: int) -> bool:
     """Whether ``data[first:pos]`` ends with an event (an object with ``ph``), or is empty."""
-    body_end = len(data[first:pos].rstrip()) + first
+    body_end = text_end(data, first, pos)
     if body_end == first:
         return True
     if data[body_end - 1 : body_end] != b"}":

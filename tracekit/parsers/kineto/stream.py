@@ -147,7 +147,7 @@ def _array_end(text: bytearray, bare: bool) -> int | None:
     the rest of the trace object follows."""
     if not bare:
         return chunks.array_end(text, 1)  # text[0] is the "[" opening the events
-    end = len(text.rstrip()) - 1
+    end = chunks.text_end(text, 0, len(text)) - 1
     return end if end >= 0 and text[end] == ord("]") else None
 
 
