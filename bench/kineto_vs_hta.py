@@ -68,7 +68,7 @@ ID_ARGS = ("correlation", "External id", "Python id", "Python parent id")
 FLOW_PHASES = frozenset({"s", "t", "f"})
 STEP_RE = re.compile(r"^(ProfilerStep\s*#\s*)(\d+)$")
 
-TRACEKIT_SNIPPET = """
+PRELUDE = """
 import json, resource, sys, time
 def peak_kib():
     # VmHWM: this process's own peak. ru_maxrss would also count the benchmark's peak,
@@ -78,6 +78,11 @@ def peak_kib():
             return next(int(l.split()[1]) for l in fh if l.startswith("VmHWM:"))
     except (OSError, StopIteration):
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+"""
+
+TRACEKIT_SNIPPET = (
+    PRELUDE
+    + """
 t0 = time.perf_counter()
 import tracekit
 try:
@@ -97,17 +102,11 @@ print(json.dumps({
     "rss_children_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
 }))
 """
+)
 
-HTA_SNIPPET = """
-import json, resource, sys, time
-def peak_kib():
-    # VmHWM: this process's own peak. ru_maxrss would also count the benchmark's peak,
-    # which Linux carries into a child across fork and exec.
-    try:
-        with open("/proc/self/status") as fh:
-            return next(int(l.split()[1]) for l in fh if l.startswith("VmHWM:"))
-    except (OSError, StopIteration):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+HTA_SNIPPET = (
+    PRELUDE
+    + """
 t0 = time.perf_counter()
 from hta.trace_analysis import TraceAnalysis
 t1 = time.perf_counter()
@@ -124,6 +123,7 @@ print(json.dumps({
     "rss_children_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
 }))
 """
+)
 
 
 @dataclass
