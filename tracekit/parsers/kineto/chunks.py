@@ -122,6 +122,20 @@ def text_end(data: bytes | bytearray, lower: int, upper: int) -> int:
     return upper
 
 
+def last_between(data: bytes | bytearray, lower: int, upper: int) -> re.Match[bytes] | None:
+    """The last ``}, {`` between two events in ``data[lower:upper]``, looked for in the last
+    16 KB first, then in four times as much, and so on."""
+    window = 1 << 14
+    while True:
+        start = max(lower, upper - window)
+        found = None
+        for found in BETWEEN_EVENTS.finditer(data, start, upper):  # noqa: B007
+            pass
+        if found is not None or start == lower:
+            return found
+        window *= 4
+
+
 def _object_rest(tail: bytes | bytearray) -> bool:
     """Whether ``tail`` is the end of a JSON object: ``}`` or ``, "key": value ... }``."""
     tail = tail.strip()
@@ -145,19 +159,8 @@ def _closes_events(data: bytes | bytearray, first: int, pos: int) -> bool:
         return True
     if data[body_end - 1 : body_end] != b"}":
         return False
-    start, window = first, 1 << 14
-    while True:
-        lower = max(first, body_end - window)
-        found = None
-        for found in BETWEEN_EVENTS.finditer(data, lower, body_end):  # noqa: B007
-            pass
-        if found is not None:
-            start = found.end() - 1
-            break
-        if lower == first:
-            start = first
-            break
-        window *= 4
+    between = last_between(data, first, body_end)
+    start = first if between is None else between.end() - 1
     try:
         msgspec.json.decode(data[start:body_end], type=_Phase)
     except (msgspec.DecodeError, msgspec.ValidationError):

@@ -1,8 +1,8 @@
 """A gzip Kineto trace decoded while it inflates.
 
 A thread inflates the file (ISA-L releases the GIL, so this takes the other core) and hands
-over about :data:`chunks.PIECE_BYTES` of JSON at a time; this thread cuts the text after the
-last whole event, decodes that piece in place and reads its columns. The whole text is never
+over about :data:`chunks.PIECE_BYTES` of JSON at a time; the calling thread cuts the text after
+the last whole event, decodes that piece in place and reads its columns. The whole text is never
 held at once. Anything unexpected (no ``traceEvents`` key near the start, a cut inside a
 string, metadata after the events that changes how rows are read) returns None, and the
 caller reads the file the ordinary way, which also reports bad input.
@@ -27,7 +27,6 @@ from tracekit.parsers.kineto.decode import GZIP_MAGIC, InflateError, decode, gzi
 from tracekit.parsers.kineto.events import merge, one_table
 
 _HEAD_LIMIT = 1 << 20  # the events array starts within this many bytes, or we decline
-_TAIL_WINDOW = 1 << 16  # the last cut between events is searched in this much text first
 _END = object()
 
 
@@ -153,14 +152,5 @@ def _array_end(text: bytearray, bare: bool) -> int | None:
 
 def _last_cut(text: bytearray) -> int | None:
     """The index just after the last ``}`` that ends an event (``}, {`` follows it)."""
-    window = _TAIL_WINDOW
-    while True:
-        lower = max(0, len(text) - window)
-        found = None
-        for found in chunks.BETWEEN_EVENTS.finditer(text, lower):  # noqa: B007
-            pass
-        if found is not None:
-            return found.start() + 1
-        if lower == 0:
-            return None
-        window *= 4
+    found = chunks.last_between(text, 0, len(text))
+    return None if found is None else found.start() + 1
