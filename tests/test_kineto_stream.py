@@ -1,4 +1,4 @@
-"""A gzip Kineto trace is decoded while it inflates: same timeline as reading it whole."""
+"""A Kineto trace is decoded while it is read and inflated: same timeline as reading it whole."""
 
 from __future__ import annotations
 
@@ -71,6 +71,17 @@ def test_real_trace_in_pieces_equals_reading_it_whole(
     whole = _whole(path, monkeypatch)
     assert _frame(pieces).equals(_frame(whole))
     assert pieces.meta == whole.meta
+
+
+def test_plain_json_is_read_in_pieces_too(
+    tmp_path: Path, streamed: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "t.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": _events(3000)}, indent=1))
+    tl = tracekit.load(path)
+    assert streamed == [True]
+    assert len(tl) == 3000
+    assert _frame(tl).equals(_frame(_whole(path, monkeypatch)))
 
 
 def test_arrays_after_the_events_are_not_taken_for_their_end(

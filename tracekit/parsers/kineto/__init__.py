@@ -90,7 +90,7 @@ def _read_file(path: Path, note: Progress, include_python: bool, rank_hint: int 
 
     note("decoding JSON")
     streamed = None
-    if not workers and _gzipped(path):
+    if not workers:
         streamed = stream.read(path, options_of)
     if streamed is not None:
         trace, result, warnings = streamed
@@ -103,11 +103,6 @@ def _read_file(path: Path, note: Progress, include_python: bool, rank_hint: int 
     if len(table):
         meta["ranks"] = sorted(pa.compute.unique(table.column("rank")).to_pylist())
     return _rebase(Timeline(table, meta), trace)
-
-
-def _gzipped(path: Path) -> bool:
-    with path.open("rb") as fh:
-        return fh.read(2) == GZIP_MAGIC
 
 
 def _context(trace: Any, path: Path, rank_hint: int | None,

@@ -1,11 +1,12 @@
-"""A gzip Kineto trace decoded while it inflates.
+"""A Kineto trace decoded while it is read (and inflated, when it is gzip).
 
-A thread inflates the file (ISA-L releases the GIL, so this takes the other core) and hands
-over about :data:`chunks.PIECE_BYTES` of JSON at a time; the calling thread cuts the text after
-the last whole event, decodes that piece in place and reads its columns. The whole text is never
-held at once. Anything unexpected (no ``traceEvents`` key near the start, a cut inside a
-string, metadata after the events that changes how rows are read) returns None, and the
-caller reads the file the ordinary way, which also reports bad input.
+A thread reads the file and inflates it (file reads and ISA-L release the GIL, so this takes
+the other core) and hands over about :data:`chunks.PIECE_BYTES` of JSON at a time; the calling
+thread cuts the text after the last whole event, decodes that piece in place and reads its
+columns. The whole text is never held at once. Anything unexpected (no ``traceEvents`` key
+near the start, a cut inside a string, metadata after the events that changes how rows are
+read) returns None, and the caller reads the file the ordinary way, which also reports bad
+input.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import queue
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -30,8 +31,8 @@ _HEAD_LIMIT = 1 << 20  # the events array starts within this many bytes, or we d
 _END = object()
 
 
-class _Inflater(threading.Thread):
-    """Inflates every gzip member of a file into a bounded queue of text chunks."""
+class _Reader(threading.Thread):
+    """Reads a file, inflating every gzip member, into a bounded queue of text chunks."""
 
     def __init__(self, path: Path, chunk: int) -> None:
         super().__init__(daemon=True)
@@ -41,20 +42,33 @@ class _Inflater(threading.Thread):
 
     def run(self) -> None:
         try:
-            data = self.path.read_bytes()
-            while data[:2] == GZIP_MAGIC:
-                inflater = gzip_inflater()
-                while not inflater.eof:
-                    text = inflater.decompress(data, self.chunk)
-                    data = inflater.unconsumed_tail
-                    if not text and not data:
-                        raise InflateError("unexpected end of stream")
-                    if text and not self._put(text):
-                        return
-                data = inflater.unused_data
-            self._put(_END)
+            with self.path.open("rb") as fh:
+                gzipped = fh.read(2) == GZIP_MAGIC
+                fh.seek(0)
+                done = self._inflate(fh.read()) if gzipped else self._copy(fh)
+            if done:
+                self._put(_END)
         except Exception as exc:  # handed over; the caller then reads the ordinary way
             self._put(exc)
+
+    def _copy(self, fh: BinaryIO) -> bool:
+        while text := fh.read(self.chunk):
+            if not self._put(text):
+                return False
+        return True
+
+    def _inflate(self, data: bytes) -> bool:
+        while data[:2] == GZIP_MAGIC:
+            inflater = gzip_inflater()
+            while not inflater.eof:
+                text = inflater.decompress(data, self.chunk)
+                data = inflater.unconsumed_tail
+                if not text and not data:
+                    raise InflateError("unexpected end of stream")
+                if text and not self._put(text):
+                    return False
+            data = inflater.unused_data
+        return True
 
     def _put(self, item: Any) -> bool:
         while not self.stopped.is_set():
@@ -74,22 +88,22 @@ class _Inflater(threading.Thread):
 
 
 def read(path: Path, options_of: Any) -> tuple[Any, SliceResult, list[str]] | None:
-    """Decode the gzip trace at ``path`` as it inflates: its metadata (a decoded trace with no
+    """Decode the trace at ``path`` as it is read: its metadata (a decoded trace with no
     events), its events' table and the warnings of the metadata; or None (see the module
     docstring).
 
     ``options_of(trace)`` gives the row options for the trace's metadata; they must come out
     the same from the metadata before the events as from all of it.
     """
-    inflater = _Inflater(path, chunks.PIECE_BYTES)
-    inflater.start()
+    reader = _Reader(path, chunks.PIECE_BYTES)
+    reader.start()
     try:
-        return _read(path, inflater.texts(), options_of)
+        return _read(path, reader.texts(), options_of)
     except (TraceError, InflateError, OSError, ValueError):
         return None
     finally:
-        inflater.stopped.set()
-        inflater.join()
+        reader.stopped.set()
+        reader.join()
 
 
 def _read(path: Path, texts: Iterator[bytes],
