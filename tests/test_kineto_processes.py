@@ -11,7 +11,7 @@ import pytest
 
 import tracekit
 from tests.conftest import real_root
-from tracekit.parsers.kineto import chunks, stream
+from tracekit.parsers.kineto import chunks, procs, stream
 
 
 def _frame(tl: tracekit.Timeline) -> pl.DataFrame:
@@ -34,13 +34,13 @@ def test_three_processes_give_the_one_process_timeline(monkeypatch: pytest.Monke
     monkeypatch.setattr(chunks, "MIN_BYTES", 1 << 20)
     monkeypatch.setattr(chunks.os, "sched_getaffinity", lambda _pid: {0, 1, 2}, raising=False)
     started = []
-    original = chunks.Worker.feed
+    original = procs.SliceWorker.assign
 
-    def spy(self, data, piece, options):
+    def spy(self, piece, options):
         started.append(piece)
-        original(self, data, piece, options)
+        original(self, piece, options)
 
-    monkeypatch.setattr(chunks.Worker, "feed", spy)
+    monkeypatch.setattr(procs.SliceWorker, "assign", spy)
     parallel = tracekit.load(path)
     assert len(started) == 2
     assert _frame(parallel).equals(_frame(serial))
@@ -54,7 +54,7 @@ def test_failed_worker_falls_back_to_one_process(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delenv("TRACEKIT_PROCESSES")
     monkeypatch.setattr(chunks, "MIN_BYTES", 1 << 20)
     monkeypatch.setattr(chunks.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
-    monkeypatch.setattr(chunks.Worker, "result", lambda self: None)
+    monkeypatch.setattr(procs.SliceWorker, "result", lambda self: None)
     assert _frame(tracekit.load(path)).equals(_frame(serial))
 
 

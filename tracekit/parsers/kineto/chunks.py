@@ -12,18 +12,16 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import mmap
 import os
 import re
 import subprocess
 import sys
-import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import msgspec
 import pyarrow as pa
@@ -35,7 +33,6 @@ PIECE_BYTES = 8 << 20
 _MAX_TRAILER = 1 << 20  # keys after the events array: a few short values in practice
 BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*\{")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
-META_KEY = b"tracekit-slice"
 
 
 @dataclass
@@ -207,54 +204,18 @@ def slice_text(data: bytes, piece: Slice) -> bytearray:
 
 
 class Worker:
-    """A worker process, started early (its imports overlap our gunzip) and fed later."""
+    """A worker process, started early (its imports overlap our reading) and given work later."""
 
-    def __init__(self, module: str = "tracekit.parsers.kineto.worker") -> None:
+    def __init__(self, module: str, *args: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", module],
+            [sys.executable, "-m", module, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
-        self.output = b""
-        self._threads: list[threading.Thread] = []
-
-    def feed(self, data: bytes, piece: Slice, options: dict[str, Any]) -> None:
-        """Send the options and the slice, then collect the answer in a background thread.
-
-        The slice is written here, not in a thread: a writer thread would wait for the GIL
-        while this process decodes its own slice, and the worker would sit idle.
-        """
-        stdin = self.process.stdin
-        header = {**options, "size": piece.stop - piece.start}
-        try:
-            stdin.write(json.dumps(header).encode() + b"\n")  # type: ignore[union-attr]
-            stdin.write(memoryview(data)[piece.start : piece.stop])  # type: ignore[union-attr]
-            stdin.close()  # type: ignore[union-attr]
-        except OSError:
-            return  # the worker died; result() reports it
-        reader = threading.Thread(target=self._read, daemon=True)
-        self._threads = [reader]
-        reader.start()
-
-    def _read(self) -> None:
-        self.output = self.process.stdout.read()  # type: ignore[union-attr]
-
-    def result(self) -> SliceResult | None:
-        """The worker's table, or None when it failed."""
-        for thread in self._threads:
-            thread.join()
-        if not self._threads or self.process.wait() != 0 or not self.output:
-            return None
-        table = pa.ipc.open_stream(self.output).read_all()
-        extra = json.loads((table.schema.metadata or {}).get(META_KEY, b"{}"))
-        table = table.replace_schema_metadata(None)
-        repairs = Counter({tuple(k.split("\0")): v for k, v in extra.get("repairs", {}).items()})
-        return SliceResult(table, repairs, Counter(extra.get("unknown", {})),
-                           extra.get("warnings", []))  # fmt: skip
 
     def stop(self) -> None:
-        """End the process (it may never have been fed)."""
+        """End the process (it may never have been given work)."""
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
@@ -298,16 +259,3 @@ def map_slice(path: str | Path, piece: Slice, first: bool) -> tuple[mmap.mmap, m
     mapped[begin] = ord("[")
     mapped[piece.stop] = ord("]")
     return mapped, memoryview(mapped)[begin : piece.stop + 1]
-
-
-def write_result(sink: BinaryIO, table: pa.Table, repairs: Counter[tuple[str, str]],
-                 unknown: Counter[str], warnings: list[str]) -> None:  # fmt: skip
-    """A worker's answer: its table as an Arrow IPC stream, the rest in schema metadata."""
-    extra = {
-        "repairs": {"\0".join(k): v for k, v in repairs.items()},
-        "unknown": dict(unknown),
-        "warnings": warnings,
-    }
-    table = table.replace_schema_metadata({META_KEY: json.dumps(extra)})
-    with pa.ipc.new_stream(pa.PythonFile(sink, mode="w"), table.schema) as writer:
-        writer.write_table(table)

@@ -6,6 +6,7 @@ converted to integer ns without passing large epoch values through float multipl
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, ClassVar, Union
@@ -202,6 +203,20 @@ InflateError = _zlib.error
 def gzip_inflater() -> Any:
     """A decompressor of one gzip member (ISA-L's, which releases the GIL, where installed)."""
     return _zlib.decompressobj(16 + _zlib.MAX_WBITS)
+
+
+def gzip_chunks(data: bytes, size: int) -> Iterator[bytes]:
+    """The inflated text of every gzip member of ``data``, at most ``size`` bytes at a time."""
+    while data[:2] == GZIP_MAGIC:
+        inflater = gzip_inflater()
+        while not inflater.eof:
+            text = inflater.decompress(data, size)
+            data = inflater.unconsumed_tail
+            if not text and not data:
+                raise InflateError("unexpected end of stream")
+            if text:
+                yield text
+        data = inflater.unused_data
 
 
 def read_bytes(path: Path) -> bytes:

@@ -24,7 +24,7 @@ import pyarrow as pa
 from tracekit.errors import TraceError
 from tracekit.parsers.kineto import chunks
 from tracekit.parsers.kineto.chunks import SliceResult
-from tracekit.parsers.kineto.decode import GZIP_MAGIC, InflateError, decode, gzip_inflater
+from tracekit.parsers.kineto.decode import GZIP_MAGIC, InflateError, decode, gzip_chunks
 from tracekit.parsers.kineto.events import merge, one_table
 
 _HEAD_LIMIT = 1 << 20  # the events array starts within this many bytes, or we decline
@@ -58,17 +58,7 @@ class _Reader(threading.Thread):
         return True
 
     def _inflate(self, data: bytes) -> bool:
-        while data[:2] == GZIP_MAGIC:
-            inflater = gzip_inflater()
-            while not inflater.eof:
-                text = inflater.decompress(data, self.chunk)
-                data = inflater.unconsumed_tail
-                if not text and not data:
-                    raise InflateError("unexpected end of stream")
-                if text and not self._put(text):
-                    return False
-            data = inflater.unused_data
-        return True
+        return all(self._put(text) for text in gzip_chunks(data, self.chunk))
 
     def _put(self, item: Any) -> bool:
         while not self.stopped.is_set():
