@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import tempfile
 from pathlib import Path
 
 import polars as pl
@@ -11,7 +12,7 @@ import pytest
 
 import tracekit
 from tests.conftest import real_root
-from tracekit.parsers.kineto import chunks, procs, stream
+from tracekit.parsers.kineto import chunks, procs, stream, worker
 
 
 def _frame(tl: tracekit.Timeline) -> pl.DataFrame:
@@ -26,8 +27,17 @@ def _trace() -> Path:
     return root / "nvidia" / "hta-nccl-parser-a100-2rank" / "nccl_data.json.gz"
 
 
-def test_three_processes_give_the_one_process_timeline(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("plain", [False, True], ids=["gzip", "plain"])
+def test_three_processes_give_the_one_process_timeline(
+    plain: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = _trace()
+    if plain:  # the workers map the file instead of inflating it
+        path = tmp_path / "nccl_data.json"
+        path.write_bytes(gzip.decompress(_trace().read_bytes()))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where the workers' tables go
     monkeypatch.setenv("TRACEKIT_PROCESSES", "1")
     serial = tracekit.load(path)
     monkeypatch.delenv("TRACEKIT_PROCESSES")
@@ -45,6 +55,17 @@ def test_three_processes_give_the_one_process_timeline(monkeypatch: pytest.Monke
     assert len(started) == 2
     assert _frame(parallel).equals(_frame(serial))
     assert parallel.meta == serial.meta
+    assert not list(scratch.iterdir())  # the workers' table files are removed
+
+
+def test_a_worker_keeps_only_the_text_of_its_slice(monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _trace()
+    text = gzip.decompress(path.read_bytes())
+    monkeypatch.setattr(worker, "CHUNK", 64 << 10)
+    for start, stop in [(1000, 5000), (200_000, 900_000), (len(text) - 70_000, len(text) - 3)]:
+        kept, piece = worker._text(path, chunks.Slice(start, stop))
+        assert kept[piece.start : piece.stop] == text[start:stop]
+        assert len(kept) < (stop - start) + 2 * (64 << 10)
 
 
 def test_failed_worker_falls_back_to_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
