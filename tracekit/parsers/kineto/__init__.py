@@ -5,7 +5,10 @@ rocprofiler-sdk): ``.json``, ``.json.gz``, ``*.pt.trace.json(.gz)``, an object w
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +127,27 @@ def _read_text(path: Path, note: Progress, workers: list[SliceWorker],
                options_of: Any) -> tuple[Any, SliceResult, list[str]]:  # fmt: skip
     """Read the whole JSON text, then decode it in pieces (in this process and the workers),
     or in one go when it cannot be cut."""
-    data = read_bytes(path)
+    with _whole_text(path) as data:
+        return _decode_text(path, data, note, workers, options_of)
+
+
+@contextlib.contextmanager
+def _whole_text(path: Path) -> Iterator[Any]:
+    """The file's JSON text: inflated when it is gzip, else mapped (not read into memory)."""
+    with path.open("rb") as fh:
+        if fh.read(2) == GZIP_MAGIC or not path.stat().st_size:
+            yield read_bytes(path)
+            return
+        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        yield mapped
+    finally:
+        with contextlib.suppress(BufferError):  # a view still held by a failed decode
+            mapped.close()
+
+
+def _decode_text(path: Path, data: Any, note: Progress, workers: list[SliceWorker],
+                 options_of: Any) -> tuple[Any, SliceResult, list[str]]:  # fmt: skip
     warnings: list[str] = []
     processes = len(workers) + 1 if workers and chunks.workers_for(len(data)) > 1 else 1
     by_piece = processes > 1 or len(data) >= 2 * chunks.PIECE_BYTES
