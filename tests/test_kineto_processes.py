@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import tempfile
 from pathlib import Path
@@ -166,3 +167,60 @@ def test_plan_finds_the_events_end_before_later_arrays() -> None:
     slices, header = chunks.plan(data, 3)
     assert json.loads(header) == {"traceEvents": [], **trailer}
     assert [e for s in slices for e in json.loads(chunks.slice_text(data, s))] == events
+
+
+def _three_processes(monkeypatch: pytest.MonkeyPatch, scratch: Path) -> None:
+    monkeypatch.delenv("TRACEKIT_PROCESSES", raising=False)
+    monkeypatch.setattr(chunks, "MIN_BYTES", 1 << 20)
+    monkeypatch.setattr(chunks.os, "sched_getaffinity", lambda _pid: {0, 1, 2}, raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+
+
+def _synthetic(path: Path, members: int) -> Path:
+    events = [{"ph": "X", "cat": "kernel", "name": f"gemm_{i % 9}", "pid": 0, "tid": 7,
+               "ts": 1_000 + i * 10, "dur": 4, "args": {"device": 0, "stream": 7,
+               "correlation": i, "grid": [i % 5, 1, 1]}} for i in range(30_000)]  # fmt: skip
+    text = json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=1).encode()
+    cuts = [len(text) * k // members for k in range(members + 1)]
+    path.write_bytes(b"".join(gzip.compress(text[a:b]) for a, b in itertools.pairwise(cuts)))
+    return path
+
+
+def test_workers_read_a_gzip_file_of_several_members(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _synthetic(tmp_path / "t.json.gz", members=5)
+    monkeypatch.setenv("TRACEKIT_PROCESSES", "1")
+    serial = tracekit.load(path)
+    _three_processes(monkeypatch, tmp_path)
+    started = []
+    original = procs.SliceWorker.assign
+
+    def spy(self, piece, options):
+        started.append(piece)
+        original(self, piece, options)
+
+    monkeypatch.setattr(procs.SliceWorker, "assign", spy)
+    parallel = tracekit.load(path)
+    assert len(started) >= 1 and len(parallel) == 30_000
+    assert _frame(parallel).equals(_frame(serial))
+    assert not list(tmp_path.glob("tracekit-slice-*"))
+
+
+def test_a_worker_that_fails_leaves_the_trace_to_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _synthetic(tmp_path / "t.json.gz", members=1)
+    monkeypatch.setenv("TRACEKIT_PROCESSES", "1")
+    serial = tracekit.load(path)
+    _three_processes(monkeypatch, tmp_path)
+
+    def broken(self, piece, options):  # the worker reads a header it cannot use and exits 1
+        self.output = tmp_path / "tracekit-slice-broken.arrow"
+        self.output.write_bytes(b"")
+        self.process.stdin.write(b"not json\n")
+        self.process.stdin.close()
+
+    monkeypatch.setattr(procs.SliceWorker, "assign", broken)
+    assert _frame(tracekit.load(path)).equals(_frame(serial))
+    assert not list(tmp_path.glob("tracekit-slice-*"))

@@ -33,6 +33,7 @@ def streamed(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
         return found
 
     monkeypatch.setattr(chunks, "PIECE_BYTES", 16 << 10)
+    monkeypatch.setattr(chunks, "MAX_TRAILER", 8 << 10)
     monkeypatch.setattr(stream, "read", spy)
     return taken
 
@@ -87,13 +88,17 @@ def test_plain_json_is_read_in_pieces_too(
 def test_arrays_after_the_events_are_not_taken_for_their_end(
     tmp_path: Path, streamed: list[bool], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    document = {"schemaVersion": 1, "traceEvents": _events(3000), "deviceProperties": DEVICES * 2,
+    devices = [{**DEVICES[0], "id": i} for i in range(40)]  # 4 KB of "}, {" after the events
+    document = {"schemaVersion": 1, "traceEvents": _events(3000), "deviceProperties": devices,
                 "logs": ["INFO: done ]", "x"], "baseTimeNanoseconds": 17 * 10**17}  # fmt: skip
     path = _gz(tmp_path / "t.json.gz", document)
+    pieces = []
+    real = stream.one_table
+    monkeypatch.setattr(stream, "one_table", lambda text, o: pieces.append(1) or real(text, o))
     tl = tracekit.load(path)
-    assert streamed == [True]
+    assert streamed == [True] and len(pieces) > 20
     assert len(tl) == 3000
-    assert tl.meta["devices"][0]["name"] == "NVIDIA H200" and len(tl.meta["devices"]) == 2
+    assert tl.meta["devices"][0]["name"] == "NVIDIA H200" and len(tl.meta["devices"]) == 40
     assert tl.meta["origin_ns"] == 17 * 10**17 + 1_000_000
     assert _frame(tl).equals(_frame(_whole(path, monkeypatch)))
 

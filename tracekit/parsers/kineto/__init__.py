@@ -30,7 +30,7 @@ _MARKERS = (b'"schemaVersion"', b'"deviceProperties"', b'"distributedInfo"', b'"
             b"PyTorch Profiler")  # fmt: skip
 _SUFFIXES = (".json", ".json.gz", ".gz")
 _RANK_IN_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
-HEAD_START = 0.07  # this process's share beyond an even split (measured on 2 cores)
+EXTRA_SHARE = 0.07  # of the events, taken by this process beyond an even split (2 cores)
 
 
 def sniff(probe: Probe) -> bool:
@@ -138,7 +138,13 @@ def _whole_text(path: Path) -> Iterator[Any]:
         if fh.read(2) == GZIP_MAGIC or not path.stat().st_size:
             yield read_bytes(path)
             return
-        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # a file system that cannot map files
+            mapped = None
+    if mapped is None:
+        yield read_bytes(path)
+        return
     try:
         yield mapped
     finally:
@@ -174,10 +180,10 @@ def _decode_text(path: Path, data: Any, note: Progress, workers: list[SliceWorke
 
 
 def _cuts(processes: int) -> list[float]:
-    """Where the slices of ``processes`` processes end, as fractions of the events: this
-    process takes :data:`HEAD_START` more than an even share, because it decodes while the
-    workers are still reading the file themselves."""
-    own = min(0.9, 1 / processes + HEAD_START)
+    """Where the slices of ``processes`` processes end, as fractions of the events array's
+    bytes: this process takes :data:`EXTRA_SHARE` more than an even share, because it starts
+    decoding while the workers are still reading the file themselves."""
+    own = min(0.9, 1 / processes + EXTRA_SHARE)
     rest = (1 - own) / max(1, processes - 1)
     return [own + k * rest for k in range(processes - 1)]
 
@@ -190,8 +196,10 @@ def _pieces(data: bytes, own: chunks.Slice, workers: list[SliceWorker],
     """
     try:
         results = [piece_table(data, own, **options)]
-    except TraceError:
-        return None  # not a clean slice after all
+    except TraceError:  # not a clean slice after all: the whole trace is read here instead
+        for worker in workers:
+            worker.stop()
+        return None
     results += [worker.result() for worker in workers]
     if any(result is None for result in results):
         return None

@@ -1,11 +1,12 @@
-"""Large Kineto traces decoded by several processes, one slice of ``traceEvents`` each.
+"""Where the events of a Chrome-trace JSON text can be cut: slices of whole events for
+several processes (:func:`plan`), pieces of a few MB for one (:func:`subdivide`), the ends of
+the events array; and the worker-process base class (used by Kineto's :mod:`.procs` and by
+msprof's parallel reader).
 
-Decoding JSON and reading fields per event hold the GIL, so threads cannot share the work.
-Each extra worker is a fresh ``python -m tracekit.parsers.kineto.worker`` process (no fork:
-nothing of the caller's threads or ``__main__`` is inherited) that reads its slice of whole
-events on stdin and writes an Arrow IPC stream on stdout, while this process decodes the first
-slice itself. A slice boundary that is not between two events, or any worker failure, makes
-the caller fall back to reading in one process.
+Decoding JSON and reading fields per event hold the GIL, so threads cannot share that work:
+each extra worker is a fresh ``python -m ...`` process (no fork: nothing of the caller's
+threads or ``__main__`` is inherited). A cut that is not between two events, or any worker
+failure, makes the caller fall back to reading in one process.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ MIN_BYTES = 96 << 20  # below this, starting workers costs more than it saves
 # Events are decoded and turned into columns this many bytes of JSON at a time: the decoded
 # objects are still in cache when read, and the memory they free is reused by the next piece.
 PIECE_BYTES = 8 << 20
-_MAX_TRAILER = 1 << 20  # keys after the events array: a few short values in practice
+MAX_TRAILER = 1 << 20  # keys after the events array: a few short values in practice
 BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*\{")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 
@@ -105,7 +106,7 @@ def array_end(data: bytes | bytearray, first: int) -> int | None:
     pos = len(data)
     for _ in range(64):
         pos = data.rfind(b"]", first, pos)
-        if pos < 0 or len(data) - pos > _MAX_TRAILER:
+        if pos < 0 or len(data) - pos > MAX_TRAILER:
             return None
         if _object_rest(data[pos + 1 :]) and _closes_events(data, first, pos):
             return pos
@@ -156,13 +157,20 @@ def _closes_events(data: bytes | bytearray, first: int, pos: int) -> bool:
         return True
     if data[body_end - 1 : body_end] != b"}":
         return False
-    between = last_between(data, first, body_end)
-    start = first if between is None else between.end() - 1
-    try:
-        msgspec.json.decode(data[start:body_end], type=_Phase)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return False
-    return True
+    # The last element starts after one of the last few "}, {" (later ones may lie inside it,
+    # between objects of its args), or at the start of the array.
+    upper = body_end
+    for _ in range(8):
+        between = last_between(data, first, upper)
+        start = first if between is None else between.end() - 1
+        try:
+            msgspec.json.decode(data[start:body_end], type=_Phase)
+            return True
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            if between is None:
+                return False
+            upper = between.start()
+    return False
 
 
 def subdivide(data: bytes | bytearray, piece: Slice, size: int) -> list[Slice]:
@@ -192,7 +200,7 @@ def workers_for(size: int, min_bytes: int | None = None) -> int:
     return min(cpus, 8, max(2, size // min_bytes))
 
 
-def slice_text(data: bytes, piece: Slice) -> bytearray:
+def slice_text(data: bytes | bytearray | mmap.mmap, piece: Slice) -> bytearray:
     """One slice as a JSON array of events (one copy of its bytes)."""
     view = memoryview(data)[piece.start : piece.stop]
     head = bytes(view[:256])
@@ -206,11 +214,12 @@ def slice_text(data: bytes, piece: Slice) -> bytearray:
 class Worker:
     """A worker process, started early (its imports overlap our reading) and given work later."""
 
-    def __init__(self, module: str, *args: str) -> None:
+    def __init__(self, module: str, *args: str, answers: bool = True) -> None:
+        """Start ``python -m module args...``; ``answers``: whether it answers on stdout."""
         self.process = subprocess.Popen(
             [sys.executable, "-m", module, *args],
             stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+            stdout=subprocess.PIPE if answers else subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
 

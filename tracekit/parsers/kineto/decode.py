@@ -198,6 +198,7 @@ def is_bare_list(data: bytes) -> bool:
 
 
 InflateError = _zlib.error
+_INPUT_BYTES = 1 << 20
 
 
 def gzip_inflater() -> Any:
@@ -206,17 +207,29 @@ def gzip_inflater() -> Any:
 
 
 def gzip_chunks(data: bytes, size: int) -> Iterator[bytes]:
-    """The inflated text of every gzip member of ``data``, at most ``size`` bytes at a time."""
-    while data[:2] == GZIP_MAGIC:
+    """The inflated text of every gzip member of ``data``, at most ``size`` bytes at a time.
+
+    The input goes in 1 MB at a time: a decompressor keeps the input it has not used as a new
+    bytes object after every call, which would copy the rest of a large file each time.
+    """
+    view, pos = memoryview(data), 0
+    left = b""  # input after the end of the last member
+    while (bytes(left[:2]) + bytes(view[pos : pos + max(0, 2 - len(left))])) == GZIP_MAGIC:
         inflater = gzip_inflater()
         while not inflater.eof:
-            text = inflater.decompress(data, size)
-            data = inflater.unconsumed_tail
-            if not text and not data:
-                raise InflateError("unexpected end of stream")
+            if inflater.unconsumed_tail:
+                given = inflater.unconsumed_tail
+            elif left:
+                given, left = left, b""
+            else:
+                given = view[pos : pos + _INPUT_BYTES]
+                pos += len(given)
+                if not given:
+                    raise InflateError("unexpected end of stream")
+            text = inflater.decompress(given, size)
             if text:
                 yield text
-        data = inflater.unused_data
+        left = inflater.unused_data
 
 
 def read_bytes(path: Path) -> bytes:

@@ -36,7 +36,7 @@ def one_table(text: bytes | bytearray, options: dict[str, Any]) -> SliceResult:
     warnings: list[str] = []
     events = decode(Path("<slice>"), text, warnings).traceEvents or []
     columns = read_events(events, text, **options)
-    del text, events
+    del events
     return SliceResult(to_table(columns), columns.repairs, columns.unknown, warnings)
 
 
@@ -52,14 +52,6 @@ def piece_table(data: bytes | bytearray, piece: Slice, **options: Any) -> SliceR
         # A cut that looked like "}, {" inside a string: decode the piece in one go.
         results = [one_table(chunks.slice_text(data, piece), options)]
     return merge(results)
-
-
-def events_table(text: bytes | bytearray, **options: Any) -> SliceResult:
-    """The timeline table of a JSON array of events (a worker's slice of a trace)."""
-    planned = chunks.plan(text, 1, bare=True)
-    if planned is None:
-        return one_table(text, options)
-    return piece_table(text, planned[0][0], **options)
 
 
 def merge(results: list[SliceResult]) -> SliceResult:

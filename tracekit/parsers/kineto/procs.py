@@ -29,31 +29,34 @@ class SliceWorker(chunks.Worker):
     """The parent's handle on one worker: start it, assign it a slice, collect its table."""
 
     def __init__(self, path: Path) -> None:
-        super().__init__(MODULE, str(path))
-        handle, name = tempfile.mkstemp(prefix="tracekit-slice-", suffix=".arrow")
-        os.close(handle)
-        self.output = Path(name)
-        self.assigned = False
+        super().__init__(MODULE, str(path), answers=False)
+        self.output: Path | None = None
 
     def assign(self, piece: Slice, options: dict[str, Any]) -> None:
         """Tell the worker which slice of the file's text to decode, with which options."""
-        header = {**options, "start": piece.start, "stop": piece.stop, "out": str(self.output)}
         try:
+            handle, name = tempfile.mkstemp(prefix="tracekit-slice-", suffix=".arrow")
+            os.close(handle)
+            self.output = Path(name)
+            header = {**options, "start": piece.start, "stop": piece.stop, "out": name}
             self.process.stdin.write(json.dumps(header).encode() + b"\n")  # type: ignore[union-attr]
             self.process.stdin.close()  # type: ignore[union-attr]
-            self.assigned = True
         except OSError:
-            pass  # the worker died; result() reports it
+            self._remove()  # no temporary file, or the worker died: result() says None
 
     def result(self) -> SliceResult | None:
-        """The worker's table (mapped from its file), or None when it failed."""
-        if not self.assigned or self.process.wait() != 0:
+        """The worker's table, or None when it failed. The table maps the worker's file, which
+        is removed at once (on Windows, where a mapped file cannot be removed, it is read)."""
+        if self.output is None or self.process.wait() != 0:
             return None
         try:
-            with pa.memory_map(str(self.output)) as source:
+            name = str(self.output)
+            with pa.memory_map(name) if os.name != "nt" else pa.OSFile(name) as source:
                 table = pa.ipc.open_file(source).read_all()
         except (OSError, pa.ArrowInvalid):
             return None
+        finally:
+            self._remove()
         extra = json.loads((table.schema.metadata or {}).get(META_KEY, b"{}"))
         table = table.replace_schema_metadata(None)
         repairs = Counter({tuple(k.split("\0")): v for k, v in extra.get("repairs", {}).items()})
@@ -63,8 +66,13 @@ class SliceWorker(chunks.Worker):
     def stop(self) -> None:
         """End the process and remove its file."""
         super().stop()
-        with contextlib.suppress(OSError):
-            self.output.unlink()
+        self._remove()
+
+    def _remove(self) -> None:
+        if self.output is not None:
+            with contextlib.suppress(OSError):
+                self.output.unlink()
+            self.output = None
 
 
 def write_result(path: Path, result: SliceResult) -> None:

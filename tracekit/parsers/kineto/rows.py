@@ -83,7 +83,7 @@ def _ints(values: list[Any]) -> pa.Array:
         fixed[i] = _as_int(values[i])
     try:
         return pa.array(fixed, pa.int64())
-    except OverflowError:  # an int beyond 64 bits
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # an int beyond 64 bits
         return pa.array([_as_int(v) for v in fixed], pa.int64())
 
 

@@ -71,7 +71,15 @@ class _Reader(threading.Thread):
 
     def texts(self) -> Iterator[bytes]:
         """The inflated text, chunk by chunk; raises what the thread raised."""
-        while (item := self.chunks.get()) is not _END:
+        while True:
+            try:
+                item = self.chunks.get(timeout=0.5)
+            except queue.Empty:
+                if self.is_alive():
+                    continue
+                raise OSError("the reading thread ended without a word") from None
+            if item is _END:
+                return
             if isinstance(item, Exception):
                 raise item
             yield item
@@ -113,7 +121,10 @@ def _read(path: Path, texts: Iterator[bytes],
     results = []
     for text in itertools.chain([b""], texts):  # the text read with the head comes first
         pending += text
-        cut = _last_cut(pending) if len(pending) >= chunks.PIECE_BYTES // 2 else None
+        # Text within MAX_TRAILER of the end read so far may be past the events (keys after
+        # them can hold arrays of objects): no cut there until the whole file is read.
+        upper = len(pending) - chunks.MAX_TRAILER
+        cut = _last_cut(pending, upper) if upper >= chunks.PIECE_BYTES // 2 else None
         if cut is None:
             continue
         rest = pending[cut:].lstrip()
@@ -154,7 +165,8 @@ def _array_end(text: bytearray, bare: bool) -> int | None:
     return end if end >= 0 and text[end] == ord("]") else None
 
 
-def _last_cut(text: bytearray) -> int | None:
-    """The index just after the last ``}`` that ends an event (``}, {`` follows it)."""
-    found = chunks.last_between(text, 0, len(text))
+def _last_cut(text: bytearray, upper: int) -> int | None:
+    """The index just after the last ``}`` before ``upper`` that ends an event (``}, {``
+    follows it)."""
+    found = chunks.last_between(text, 0, upper)
     return None if found is None else found.start() + 1

@@ -30,7 +30,11 @@ def _text(path: Path, piece: Slice) -> tuple[Any, Slice]:
     starts to the one where it ends."""
     with path.open("rb") as fh:
         if fh.read(2) != GZIP_MAGIC:
-            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ), piece
+            try:
+                return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ), piece
+            except (OSError, ValueError):  # a file system that cannot map files
+                fh.seek(piece.start)
+                return fh.read(piece.stop - piece.start), Slice(0, piece.stop - piece.start)
     kept, base, offset = bytearray(), 0, 0
     for text in gzip_chunks(path.read_bytes(), CHUNK):
         if offset + len(text) > piece.start:
