@@ -224,3 +224,11 @@ def test_a_worker_that_fails_leaves_the_trace_to_this_process(
     monkeypatch.setattr(procs.SliceWorker, "assign", broken)
     assert _frame(tracekit.load(path)).equals(_frame(serial))
     assert not list(tmp_path.glob("tracekit-slice-*"))
+
+
+def test_events_end_when_the_last_event_holds_a_list_of_objects() -> None:
+    events = [{"ph": "X", "name": f"k{i}"} for i in range(10)]
+    events.append({"ph": "X", "name": "last", "args": {"inputs": [{"a": 1}, {"b": 2}, {"c": 3}]}})
+    data = json.dumps({"traceEvents": events, "deviceProperties": [{"id": 0}, {"id": 1}]}).encode()
+    end = chunks.array_end(data, chunks.events_start(data))
+    assert json.loads(data[chunks.events_start(data) - 1 : end + 1]) == events
