@@ -106,35 +106,15 @@ def read(path: Path, options_of: Any) -> tuple[Any, SliceResult, list[str]] | No
 
 def _read(path: Path, texts: Iterator[bytes],
           options_of: Any) -> tuple[Any, SliceResult, list[str]] | None:  # fmt: skip
-    pending = bytearray()
-    for text in texts:
-        pending += text
-        if chunks.events_start(pending) is not None or len(pending) > _HEAD_LIMIT:
-            break
-    start = chunks.events_start(pending)
-    if start is None:
+    found = _head(texts)
+    if found is None:
         return None
-    head = bytes(pending[: start - 1])  # up to the "[" opening the events
+    head, pending = found
     bare = not head.strip()
     options = options_of(decode(path, b"[]" if bare else head + b"[]}", []))
-    del pending[: start - 1]  # keep the "[": it opens the first piece
     results = []
-    for text in itertools.chain([b""], texts):  # the text read with the head comes first
-        pending += text
-        # Text within MAX_TRAILER of the end read so far may be past the events (keys after
-        # them can hold arrays of objects): no cut there until the whole file is read.
-        upper = len(pending) - chunks.MAX_TRAILER
-        cut = _last_cut(pending, upper) if upper >= chunks.PIECE_BYTES // 2 else None
-        if cut is None:
-            continue
-        rest = pending[cut:].lstrip()
-        if rest[:1] != b",":
-            return None
-        rest[:1] = b"["
-        del pending[cut:]
-        pending += b"]"
-        results.append(one_table(pending, options))
-        pending = rest
+    for piece in _pieces(texts, pending):
+        results.append(one_table(piece, options))
     end = _array_end(pending, bare)
     if end is None:
         return None
@@ -154,6 +134,44 @@ def _read(path: Path, texts: Iterator[bytes],
         index = result.table.schema.get_field_index("rank")
         result.table = result.table.set_column(index, "rank", ranks)
     return trace, result, warnings
+
+
+def _head(texts: Iterator[bytes]) -> tuple[bytes, bytearray] | None:
+    """The text before the ``[`` that opens the events, and the text read after it (starting
+    with that ``[``); None when the events do not start within :data:`_HEAD_LIMIT`."""
+    pending = bytearray()
+    for text in texts:
+        pending += text
+        if chunks.events_start(pending) is not None or len(pending) > _HEAD_LIMIT:
+            break
+    start = chunks.events_start(pending)
+    if start is None:
+        return None
+    head = bytes(pending[: start - 1])
+    del pending[: start - 1]
+    return head, pending
+
+
+def _pieces(texts: Iterator[bytes], pending: bytearray) -> Iterator[bytearray]:
+    """JSON arrays of whole events, each built in place in ``pending`` and valid until the
+    next is asked for; ``pending`` is left holding the text after the last one (raises
+    ValueError when a cut is not followed by a comma)."""
+    for text in itertools.chain([b""], texts):  # the text read with the head comes first
+        pending += text
+        # Text within MAX_TRAILER of the end read so far may be past the events (keys after
+        # them can hold arrays of objects): no cut there until the whole file is read.
+        upper = len(pending) - chunks.MAX_TRAILER
+        cut = _last_cut(pending, upper) if upper >= chunks.PIECE_BYTES // 2 else None
+        if cut is None:
+            continue
+        rest = pending[cut:].lstrip()
+        if rest[:1] != b",":
+            raise ValueError("a cut between events is not followed by a comma")
+        rest[:1] = b"["
+        del pending[cut:]
+        pending += b"]"
+        yield pending
+        pending[:] = rest
 
 
 def _array_end(text: bytearray, bare: bool) -> int | None:
