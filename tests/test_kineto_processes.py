@@ -28,6 +28,19 @@ def _trace() -> Path:
     return root / "nvidia" / "hta-nccl-parser-a100-2rank" / "nccl_data.json.gz"
 
 
+def _assigned(monkeypatch: pytest.MonkeyPatch) -> list[chunks.Slice]:
+    """The slices handed to workers from now on (the workers still run)."""
+    started: list[chunks.Slice] = []
+    original = procs.SliceWorker.assign
+
+    def spy(self: procs.SliceWorker, piece: chunks.Slice, options: dict) -> None:
+        started.append(piece)
+        original(self, piece, options)
+
+    monkeypatch.setattr(procs.SliceWorker, "assign", spy)
+    return started
+
+
 @pytest.mark.parametrize("plain", [False, True], ids=["gzip", "plain"])
 def test_three_processes_give_the_one_process_timeline(
     plain: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -44,14 +57,7 @@ def test_three_processes_give_the_one_process_timeline(
     monkeypatch.delenv("TRACEKIT_PROCESSES")
     monkeypatch.setattr(chunks, "MIN_BYTES", 1 << 20)
     monkeypatch.setattr(chunks.os, "sched_getaffinity", lambda _pid: {0, 1, 2}, raising=False)
-    started = []
-    original = procs.SliceWorker.assign
-
-    def spy(self, piece, options):
-        started.append(piece)
-        original(self, piece, options)
-
-    monkeypatch.setattr(procs.SliceWorker, "assign", spy)
+    started = _assigned(monkeypatch)
     parallel = tracekit.load(path)
     assert len(started) == 2
     assert _frame(parallel).equals(_frame(serial))
@@ -169,11 +175,17 @@ def test_plan_finds_the_events_end_before_later_arrays() -> None:
     assert [e for s in slices for e in json.loads(chunks.slice_text(data, s))] == events
 
 
-def _three_processes(monkeypatch: pytest.MonkeyPatch, scratch: Path) -> None:
+def _serial_then_three(path: Path, monkeypatch: pytest.MonkeyPatch,
+                       scratch: Path) -> tracekit.Timeline:  # fmt: skip
+    """The one-process timeline of ``path``; later loads use three processes."""
+    with monkeypatch.context() as one:
+        one.setenv("TRACEKIT_PROCESSES", "1")
+        serial = tracekit.load(path)
     monkeypatch.delenv("TRACEKIT_PROCESSES", raising=False)
     monkeypatch.setattr(chunks, "MIN_BYTES", 1 << 20)
     monkeypatch.setattr(chunks.os, "sched_getaffinity", lambda _pid: {0, 1, 2}, raising=False)
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    return serial
 
 
 def _synthetic(path: Path, members: int) -> Path:
@@ -190,17 +202,8 @@ def test_workers_read_a_gzip_file_of_several_members(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = _synthetic(tmp_path / "t.json.gz", members=5)
-    monkeypatch.setenv("TRACEKIT_PROCESSES", "1")
-    serial = tracekit.load(path)
-    _three_processes(monkeypatch, tmp_path)
-    started = []
-    original = procs.SliceWorker.assign
-
-    def spy(self, piece, options):
-        started.append(piece)
-        original(self, piece, options)
-
-    monkeypatch.setattr(procs.SliceWorker, "assign", spy)
+    serial = _serial_then_three(path, monkeypatch, tmp_path)
+    started = _assigned(monkeypatch)
     parallel = tracekit.load(path)
     assert len(started) >= 1 and len(parallel) == 30_000
     assert _frame(parallel).equals(_frame(serial))
@@ -211,9 +214,7 @@ def test_a_worker_that_fails_leaves_the_trace_to_this_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = _synthetic(tmp_path / "t.json.gz", members=1)
-    monkeypatch.setenv("TRACEKIT_PROCESSES", "1")
-    serial = tracekit.load(path)
-    _three_processes(monkeypatch, tmp_path)
+    serial = _serial_then_three(path, monkeypatch, tmp_path)
 
     def broken(self, piece, options):  # the worker reads a header it cannot use and exits 1
         self.output = tmp_path / "tracekit-slice-broken.arrow"
