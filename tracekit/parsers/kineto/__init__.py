@@ -19,7 +19,7 @@ from tracekit.load import Probe
 from tracekit.parsers import Parser, Progress
 from tracekit.parsers.kineto import chunks, stream
 from tracekit.parsers.kineto.chunks import SliceResult
-from tracekit.parsers.kineto.decode import GZIP_MAGIC, decode, read_bytes
+from tracekit.parsers.kineto.decode import GZIP_MAGIC, decode, gzipped, read_bytes
 from tracekit.parsers.kineto.events import merge, piece_table, read_events, to_table, warning_lines
 from tracekit.parsers.kineto.procs import SliceWorker
 from tracekit.timeline import Timeline, empty_meta
@@ -81,10 +81,7 @@ def _parse_file(path: Path, progress: Progress | None, include_python: bool,
 
 def _start_workers(path: Path) -> list[SliceWorker]:
     """Start helper processes before decompressing, for files large enough to split."""
-    size = path.stat().st_size
-    with path.open("rb") as fh:
-        if fh.read(2) == GZIP_MAGIC:
-            size *= 8  # Kineto JSON compresses about 8 to 15 times
+    size = path.stat().st_size * (8 if gzipped(path) else 1)  # JSON gzips 8 to 15 times
     return [SliceWorker(path) for _ in range(chunks.workers_for(size) - 1)]
 
 

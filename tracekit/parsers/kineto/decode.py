@@ -17,13 +17,13 @@ import polars as pl
 import pyarrow as pa
 
 from tracekit.errors import TraceError
+from tracekit.load import GZIP_MAGIC
 
 try:  # ISA-L inflates about three times faster than zlib; same format, same checks
     from isal import isal_zlib as _zlib
 except ImportError:  # pragma: no cover - isal ships wheels for the common platforms
     import zlib as _zlib  # type: ignore[no-redef]
 
-GZIP_MAGIC = b"\x1f\x8b"
 EXACT_FLOAT_US = 2.0**43  # below this a float µs value still resolves single ns
 
 
@@ -230,6 +230,12 @@ def gzip_chunks(data: bytes, size: int) -> Iterator[bytes]:
             if text:
                 yield text
         left = inflater.unused_data
+
+
+def gzipped(path: Path) -> bool:
+    """True when the file starts with the gzip magic."""
+    with path.open("rb") as fh:
+        return fh.read(2) == GZIP_MAGIC
 
 
 def read_bytes(path: Path) -> bytes:

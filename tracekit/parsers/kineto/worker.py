@@ -38,7 +38,8 @@ def _text(path: Path, piece: Slice) -> tuple[Any, Slice]:
     kept, base, offset = bytearray(), 0, 0
     for text in gzip_chunks(path.read_bytes(), CHUNK):
         if offset + len(text) > piece.start:
-            base = offset if not kept else base
+            if not kept:  # the chunk where the slice starts
+                base = offset
             kept += text
         offset += len(text)
         if offset >= piece.stop:

@@ -28,7 +28,7 @@ import polars as pl
 
 from tracekit.errors import TraceError
 from tracekit.parsers.kineto import chunks
-from tracekit.parsers.kineto.decode import GZIP_MAGIC
+from tracekit.parsers.kineto.decode import gzipped
 from tracekit.parsers.msprof import split
 from tracekit.parsers.msprof.part_io import load_part
 from tracekit.parsers.msprof.trace_decode import decode_bytes
@@ -109,12 +109,6 @@ class _Worker(chunks.Worker):
         super().stop()
         if self.target is not None:
             shutil.rmtree(self.target, ignore_errors=True)
-
-
-def gzipped(path: Path) -> bool:
-    """True when the file starts with the gzip magic."""
-    with path.open("rb") as fh:
-        return fh.read(2) == GZIP_MAGIC
 
 
 def start(path: Path) -> list[_Worker]:

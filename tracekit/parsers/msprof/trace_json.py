@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracekit.parsers.columns import take, texts
-from tracekit.parsers.kineto.decode import read_bytes
+from tracekit.parsers.kineto.decode import gzipped, read_bytes
 from tracekit.parsers.msprof.trace_decode import (
     Codes,
     Reader,
@@ -202,7 +202,7 @@ def read_layers(path: Path, include_python: bool = False) -> Layers:
     workers = parallel.start(path)
     data = None
     try:
-        data = read_bytes(path) if parallel.gzipped(path) else None
+        data = read_bytes(path) if gzipped(path) else None
     except BaseException:
         for worker in workers:
             worker.stop()

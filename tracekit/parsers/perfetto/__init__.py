@@ -22,7 +22,7 @@ from pathlib import Path
 from google.protobuf.message import DecodeError
 
 from tracekit.errors import TraceError
-from tracekit.load import Probe
+from tracekit.load import GZIP_MAGIC, Probe
 from tracekit.parsers import Parser, Progress
 from tracekit.parsers.perfetto.read import decode
 from tracekit.parsers.perfetto.rows import build
@@ -36,8 +36,6 @@ try:
     from isal import isal_zlib as _zlib
 except ImportError:  # pragma: no cover
     _zlib = zlib  # type: ignore[assignment]
-
-GZIP_MAGIC = b"\x1f\x8b"
 
 
 def sniff(probe: Probe) -> bool:
