@@ -175,3 +175,42 @@ def test_odd_pid_and_tid_values_among_integers(tmp_path: Path) -> None:
     tl = tracekit.load(_write(tmp_path / "t.json", ops))
     rows = tl.df.sort("ts").select("pid", "tid").rows()
     assert rows == [(1000, 7), (None, 7), (1002, 31), (None, 7), (1004, 3)]
+
+
+def test_args_json_when_every_row_has_every_key(tmp_path: Path) -> None:
+    events = []
+    for i in range(3):
+        event = _kernel(i * 10, 5, corr=i + 1)
+        event["args"].update({"External id": 100 + i, "grid": [i + 1, 1, 1], "block": [64, 1, 1],
+                              "est. achieved occupancy %": 12.5 * i})  # fmt: skip
+        events.append(event)
+    tl = tracekit.load(_write(tmp_path / "t.json", events))
+    assert tl.df.sort("ts")["args"].to_list() == [
+        f'{{"external_id":{100 + i},"grid":[{i + 1},1,1],"block":[64,1,1],"occupancy":{o}}}'
+        for i, o in enumerate(("0", "12.5", "25"))
+    ]
+
+
+def test_instant_args_keep_correlation_and_skip_the_rest(tmp_path: Path) -> None:
+    memory = {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1,
+              "ts": 4, "s": "t", "args": {"Addr": 7, "Bytes": 512, "correlation": 33}}  # fmt: skip
+    kernel = _kernel(10, 2)
+    del kernel["args"]  # the first args of the trace are an instant's: kernels read no args
+    tl = tracekit.load(_write(tmp_path / "t.json", [memory, kernel]))
+    rows = tl.df.sort("ts").select(pl.col("kind").cast(pl.String), "corr", "args").rows()
+    assert rows == [("marker", 33, None), ("kernel", None, None)]
+
+
+def test_typed_and_lenient_reads_give_the_same_rows(tmp_path: Path) -> None:
+    host = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 4000 + i, "tid": 2**40 + i,
+             "ts": 1_700_000_000_000_000 + i * 7, "dur": i, "args": {"External id": i}}
+            for i in range(50)]  # fmt: skip
+    host[3]["dur"] = None
+    host[4]["pid"] = "stream 9"
+    events = [*host, *(_kernel(2**50 + i, 3, corr=i) for i in range(50))]
+    typed = tracekit.load(_write(tmp_path / "typed.json", events))
+    odd = {"ph": "Z", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 2, "dur": 1}
+    lenient = tracekit.load(_write(tmp_path / "lenient.json", [*events, odd]))
+    assert "unexpected value types in event args; read leniently" in lenient.meta["warnings"]
+    assert typed.df.sort("ts", "name").equals(lenient.df.sort("ts", "name"))
+    assert typed.df.filter(pl.col("name") == "op4")["pid"].to_list() == [9]

@@ -26,6 +26,7 @@ from tracekit.parsers.kineto.decode import (
     SKIP_GROUP,
     LenientEvent,
     to_ns,
+    typed_ints,
 )
 from tracekit.parsers.names import NamePool
 
@@ -71,8 +72,12 @@ _FLOAT_KEYS = ("occupancy", "bandwidth")
 _TEXT_KEYS = ("collective", "dtype", "pg_name", "pg_desc", "pg_ranks")
 
 
-def _ints(values: list[Any]) -> pa.Array:
-    """Integers where the values are integers (or integral text); null elsewhere."""
+def _ints(values: list[Any], typed: bool = False) -> pa.Array:
+    """Integers where the values are integers (or integral text); null elsewhere.
+    ``typed``: the values come from the typed decoder (see :func:`typed_ints`)."""
+    ints = typed_ints(values) if typed else None
+    if ints is not None:
+        return ints
     try:
         return pa.array(values, pa.int64())
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
@@ -156,6 +161,11 @@ def args_json(columns: dict[str, pa.Array], n: int) -> pa.Array:
     if len(columns) == 1:  # the common case (host rows: only "external_id"); null stays null
         ((key, values),) = columns.items()
         return pc.binary_join_element_wise(f'{{"{key}":', _json_text(key, values), "}", "")
+    if not any(values.null_count for values in columns.values()):  # e.g. every kernel row
+        pieces: list[Any] = []
+        for i, (key, values) in enumerate(columns.items()):
+            pieces += [f'{"{" if i == 0 else ","}"{key}":', _json_text(key, values)]
+        return pc.binary_join_element_wise(*pieces, "}", "")
     # Each pair carries its own leading comma and null pairs become "", so that no join sees
     # a null (pyarrow 26's null_handling="skip" drops rows whose inputs are all null).
     pairs = [
@@ -200,15 +210,14 @@ class EventColumns:
         self.repairs: Counter[tuple[str, str]] = Counter()  # (message, kind) -> events
         self.unknown: Counter[str] = Counter()  # unknown category -> events
         # All timestamps at once, while the JSON text (for coarse floats) is still at hand.
-        self.ts, self.ts_ok = to_ns(list(map(_TS, events)), raw=raw_ts)
-        present = next((e.args for e in events if e.args is not None), None)
-        self._empty_args = type(present)() if present is not None else None
+        self.typed = not events or type(events[0]) is not LenientEvent
+        self.ts, self.ts_ok = to_ns(list(map(_TS, events)), raw=raw_ts, typed=self.typed)
 
     def _groups(self) -> dict[str, np.ndarray]:
         """Event indices per group: the category of complete events, "instant" for instant
         events, "skip" for everything else (flows, counters, metadata)."""
         keys = texts(list(map(_CAT, self.events)))  # typed events: cat is the group key
-        if self.events and type(self.events[0]) is LenientEvent:  # ``ph`` is a decoded field
+        if not self.typed:  # ``ph`` is a decoded field
             phases = pa.array(list(map(_PH, self.events)), pa.string())
             others = pc.if_else(pc.is_in(phases, _INSTANT_SET), INSTANT_GROUP, SKIP_GROUP)
             keys = pc.if_else(pc.equal(phases, "X"), keys, others)
@@ -244,10 +253,13 @@ class EventColumns:
                 parts.append(part)
         return parts
 
+    def _ints(self, values: list[Any]) -> pa.Array:
+        return _ints(values, self.typed)
+
     def _durations(self, events: list[Any], kind: str) -> np.ndarray:
         if kind == "marker":
             return np.zeros(len(events), dtype=np.int64)
-        dur, ok = to_ns(list(map(_DUR, events)))
+        dur, ok = to_ns(list(map(_DUR, events)), typed=self.typed)
         self.repairs[(NO_DUR, kind)] += int((~ok).sum())
         self.repairs[(NEGATIVE_DUR, kind)] += int((ok & (dur < 0)).sum())
         return np.where(ok & (dur > 0), dur, 0)
@@ -263,30 +275,33 @@ class EventColumns:
         if not events:
             return None
         n = len(events)
-        empty = self._empty_args
         args = list(map(_ARGS, events))
-        if None in args:
+        # The args type differs by phase (Args, InstantArgs, LenientArgs); rows without args
+        # read as an empty one of the part's type.
+        present = next((a for a in args if a is not None), None)
+        empty = None if present is None else type(present)()
+        if empty is not None and None in args:
             args = [a or empty for a in args]
 
         def get(name: str) -> list[Any]:
             return [None] * n if empty is None else list(map(attrgetter(name), args))
 
-        columns: dict[str, Any] = {"corr": _ints(get("correlation")), "rank": self.rank}
+        columns: dict[str, Any] = {"corr": self._ints(get("correlation")), "rank": self.rank}
         if self.rank_in_args:
-            columns["rank"] = _ints(get("rank")).fill_null(self.rank)
+            columns["rank"] = self._ints(get("rank")).fill_null(self.rank)
         if on_device:
-            device = _ints(get("device"))
+            device = self._ints(get("device"))
             if device.null_count:
-                device = pc.coalesce(device, _ints(list(map(_PID, events))))
-            stream = _ints(get("stream"))
+                device = pc.coalesce(device, self._ints(list(map(_PID, events))))
+            stream = self._ints(get("stream"))
             if stream.null_count:
-                stream = pc.coalesce(stream, _ints(list(map(_TID, events))))
+                stream = pc.coalesce(stream, self._ints(list(map(_TID, events))))
             columns["device"] = device
             columns["stream"] = _without_sentinels(stream)
         else:
             columns["device"] = -1
-            columns["pid"] = _ints(list(map(_PID, events)))
-            columns["tid"] = _ints(list(map(_TID, events)))
+            columns["pid"] = self._ints(list(map(_PID, events)))
+            columns["tid"] = self._ints(list(map(_TID, events)))
         if kind in ARGS_BY_KIND:
             columns["args"] = self._args(kind, get, legacy, n)
         names = list(map(_NAME, events))
@@ -315,7 +330,7 @@ class EventColumns:
             elif key in _FLOAT_KEYS:
                 array = floats(values)
             else:
-                array = _ints(values)
+                array = self._ints(values)
             if array.null_count < n:
                 kept[key] = array
         return args_json(kept, n)
