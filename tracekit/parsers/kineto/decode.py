@@ -33,20 +33,24 @@ Num = int | float | str | None
 
 
 class Args(msgspec.Struct, gc=False):
-    """The ``args`` keys tracekit keeps; union types absorb the variants seen in the wild."""
+    """The ``args`` keys tracekit keeps; union types absorb the variants seen in the wild.
 
-    correlation: Int = None
+    Fields are declared in the order Kineto writes them: msgspec looks a key up starting
+    after the field it matched last.
+    """
+
     external_id: Int = msgspec.field(name="External id", default=None)
-    external_id_legacy: Int = msgspec.field(name="external id", default=None)
     device: Int = None
     stream: Int = None
-    grid: list[int] | None = None  # not msgspec.Raw: a Raw would pin the whole input text
-    block: list[int] | None = None
+    correlation: Int = None
     registers: Int = msgspec.field(name="registers per thread", default=None)
     shared_memory: Int = msgspec.field(name="shared memory", default=None)
+    grid: list[int] | None = None  # not msgspec.Raw: a Raw would pin the whole input text
+    block: list[int] | None = None
     occupancy: Num = msgspec.field(name="est. achieved occupancy %", default=None)
     bytes: Int = None
     bandwidth: Num = msgspec.field(name="memory bandwidth (GB/s)", default=None)
+    external_id_legacy: Int = msgspec.field(name="external id", default=None)
     collective: str | None = msgspec.field(name="Collective name", default=None)
     in_nelems: Int = msgspec.field(name="In msg nelems", default=None)
     out_nelems: Int = msgspec.field(name="Out msg nelems", default=None)
@@ -79,12 +83,12 @@ class Event(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     """
 
     ph: ClassVar[str] = "X"
-    cat: str | None = None
+    cat: str | None = None  # fields in the order Kineto writes them (see Args)
     name: str | None = None
-    ts: int | float | str | None = None
-    dur: int | float | str | None = None
     pid: int | str | None = None
     tid: int | str | None = None
+    ts: int | float | str | None = None
+    dur: int | float | str | None = None
     args: Args | None = None
 
 
@@ -99,10 +103,10 @@ class Instant(msgspec.Struct, gc=False, tag_field="ph"):
     ph: ClassVar[str] = "i"
     cat: ClassVar[str] = INSTANT_GROUP
     name: str | None = None
-    ts: int | float | str | None = None
-    dur: ClassVar[None] = None
     pid: int | str | None = None
     tid: int | str | None = None
+    ts: int | float | str | None = None
+    dur: ClassVar[None] = None
     args: InstantArgs | None = None
 
 
