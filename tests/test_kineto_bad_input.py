@@ -153,7 +153,8 @@ def test_args_json_keeps_only_present_values(tmp_path: Path) -> None:
 
 
 def test_grid_and_block_text_in_every_shape(tmp_path: Path) -> None:
-    shapes = [[8, 1, 1], [], [2**40, 1, 1], None, [[1, 2], 3]]  # the last one is read leniently
+    # The last two are read leniently; the text of the last one looks like a cut between lists.
+    shapes = [[8, 1, 1], [], [2**40, 1, 1], None, [[1, 2], 3], ["x],[y", 2]]
     events = []
     for i, grid in enumerate(shapes):
         event = _kernel(i * 10, 5, corr=i + 1)
@@ -164,7 +165,10 @@ def test_grid_and_block_text_in_every_shape(tmp_path: Path) -> None:
     assert grids == shapes[:3]
     mixed = tracekit.load(_write(tmp_path / "mixed.json", events))
     texts = [msgspec.json.decode(a) for a in mixed.df.sort("ts")["args"].to_list()]
-    assert [t.get("grid") for t in texts] == [*shapes[:3], None, [[1, 2], 3]]
+    assert [t.get("grid") for t in texts] == [*shapes[:3], None, *shapes[4:]]
+    lists_only = tracekit.load(_write(tmp_path / "lenient.json", [events[0], events[5]]))
+    grids = [msgspec.json.decode(a)["grid"] for a in lists_only.df.sort("ts")["args"].to_list()]
+    assert grids == [shapes[0], shapes[5]]
     assert all(t["block"] == [128, 1, 1] for t in texts)
 
 

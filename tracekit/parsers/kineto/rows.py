@@ -114,15 +114,18 @@ _JSON_LIST_OR_NULL = re.compile(rb"\[[^\[\]]*\]|null")
 
 
 def _json_texts(values: list[Any]) -> pa.Array:
-    """JSON text per value: flat lists like ``[8, 1, 1]`` are encoded as one array and split
+    """JSON text per value: flat lists like ``[8, 1, 1]`` are encoded as one array and cut
     in C; anything else (leniently decoded values) is encoded one by one."""
     kinds = set(map(type, values))
-    if kinds == {list}:  # no nulls: split ``[[8,1,1],[4,1,1]]`` between the inner lists
-        pieces = msgspec.json.encode(values)[2:-2].split(b"],[")
-        if len(pieces) == len(values):
-            inner = pa.array(pieces, pa.binary()).cast(pa.string())
-            if not pc.any(pc.match_substring(inner, "[")).as_py():  # nested (lenient) values
-                return pc.binary_join_element_wise("[", inner, "]", "")
+    if kinds == {list}:  # no nulls: ``[[8,1,1],[4,1,1]]`` -> "[8,1,1][4,1,1]" and offsets
+        body = msgspec.json.encode(values)[1:-1].replace(b"],[", b"][")
+        chars = np.frombuffer(body, np.uint8)
+        starts = np.flatnonzero(chars == ord("["))
+        # One "[" and one "]" per value: no nested list, no bracket inside a string, so
+        # every "],[" replaced above was a boundary between two values.
+        if len(starts) == len(values) == np.count_nonzero(chars == ord("]")):
+            offsets = pa.py_buffer(np.append(starts, len(body)).astype(np.int32))
+            return pa.StringArray.from_buffers(len(values), offsets, pa.py_buffer(body))
     if kinds <= _LIST_OR_NONE:
         body = msgspec.json.encode(values)[1:-1]
         pieces = _JSON_LIST_OR_NULL.findall(body)
