@@ -12,6 +12,7 @@ import pytest
 import tracekit
 from tests.conftest import real_root, run_cli
 from tracekit.parsers.kineto import chunks, stream
+from tracekit.parsers.kineto.decode import gzip_chunks
 
 DEVICES = [{"id": 0, "name": "NVIDIA H200", "totalGlobalMem": 150_000_000_000, "numSms": 132}]
 
@@ -155,3 +156,12 @@ def test_end_of_a_last_piece_holding_one_event() -> None:
     assert stream._array_end(bytearray(b"[ ]\n}"), bare=False) == 2
     assert stream._array_end(bytearray(b'[{"ph": "X"}]  '), bare=True) == 12
     assert stream._array_end(bytearray(b'[{"ph": "X"}, '), bare=True) is None
+
+
+def test_chunks_start_small_and_double() -> None:
+    text = json.dumps(_events(3000)).encode()
+    data = gzip.compress(text[:200_000]) + gzip.compress(text[200_000:])  # two members
+    sizes = [len(chunk) for chunk in gzip_chunks(data, 64 << 10, first=4 << 10)]
+    assert sizes[:5] == [4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10]
+    assert max(sizes) == 64 << 10 and sum(sizes) == len(text)
+    assert len(next(gzip_chunks(data, 64 << 10))) == 64 << 10

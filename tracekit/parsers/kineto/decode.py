@@ -219,12 +219,14 @@ def gzip_inflater() -> Any:
     return _zlib.decompressobj(16 + _zlib.MAX_WBITS)
 
 
-def gzip_chunks(data: bytes, size: int) -> Iterator[bytes]:
-    """The inflated text of every gzip member of ``data``, at most ``size`` bytes at a time.
+def gzip_chunks(data: bytes, size: int, first: int | None = None) -> Iterator[bytes]:
+    """The inflated text of every gzip member of ``data``, at most ``size`` bytes at a time;
+    at most ``first`` bytes in the first chunk, doubling from there up to ``size``.
 
     The input goes in 1 MB at a time: a decompressor keeps the input it has not used as a new
     bytes object after every call, which would copy the rest of a large file each time.
     """
+    limit = min(size, first or size)
     view, pos = memoryview(data), 0
     left = b""  # input after the end of the last member
     while (bytes(left[:2]) + bytes(view[pos : pos + max(0, 2 - len(left))])) == GZIP_MAGIC:
@@ -239,9 +241,10 @@ def gzip_chunks(data: bytes, size: int) -> Iterator[bytes]:
                 pos += len(given)
                 if not given:
                     raise InflateError("unexpected end of stream")
-            text = inflater.decompress(given, size)
+            text = inflater.decompress(given, limit)
             if text:
                 yield text
+                limit = min(size, 2 * limit)
         left = inflater.unused_data
 
 

@@ -28,6 +28,9 @@ from tracekit.parsers.kineto.decode import GZIP_MAGIC, InflateError, decode, gzi
 from tracekit.parsers.kineto.events import merge, one_table
 
 _HEAD_LIMIT = 1 << 20  # the events array starts within this many bytes, or we decline
+# The first chunk is this small, and chunks double from there, so that decoding starts as
+# soon as 1 MB is inflated rather than a whole piece.
+_FIRST_CHUNK = 1 << 20
 _END = object()
 
 
@@ -52,13 +55,15 @@ class _Reader(threading.Thread):
             self._put(exc)
 
     def _copy(self, fh: BinaryIO) -> bool:
-        while text := fh.read(self.chunk):
+        size = min(self.chunk, _FIRST_CHUNK)
+        while text := fh.read(size):
             if not self._put(text):
                 return False
+            size = min(self.chunk, 2 * size)
         return True
 
     def _inflate(self, data: bytes) -> bool:
-        return all(self._put(text) for text in gzip_chunks(data, self.chunk))
+        return all(self._put(text) for text in gzip_chunks(data, self.chunk, _FIRST_CHUNK))
 
     def _put(self, item: Any) -> bool:
         while not self.stopped.is_set():
@@ -161,7 +166,8 @@ def _pieces(texts: Iterator[bytes], pending: bytearray) -> Iterator[bytearray]:
         # Text within MAX_TRAILER of the end read so far may be past the events (keys after
         # them can hold arrays of objects): no cut there until the whole file is read.
         upper = len(pending) - chunks.MAX_TRAILER
-        cut = _last_cut(pending, upper) if upper >= chunks.PIECE_BYTES // 2 else None
+        enough = min(_FIRST_CHUNK, chunks.PIECE_BYTES) // 2
+        cut = _last_cut(pending, upper) if upper >= enough else None
         if cut is None:
             continue
         rest = pending[cut:].lstrip()
