@@ -218,3 +218,18 @@ def test_typed_and_lenient_reads_give_the_same_rows(tmp_path: Path) -> None:
     assert "unexpected value types in event args; read leniently" in lenient.meta["warnings"]
     assert typed.df.sort("ts", "name").equals(lenient.df.sort("ts", "name"))
     assert typed.df.filter(pl.col("name") == "op4")["pid"].to_list() == [9]
+
+
+def test_args_json_drops_only_a_non_finite_value(tmp_path: Path) -> None:
+    events = []
+    for i, occupancy in enumerate((12.5, "nan", "inf")):
+        event = _kernel(i * 10, 5, corr=i + 1)
+        event["args"].update({"External id": i, "grid": [1, 1, 1],
+                              "est. achieved occupancy %": occupancy})  # fmt: skip
+        events.append(event)
+    tl = tracekit.load(_write(tmp_path / "t.json", events))
+    assert tl.df.sort("ts")["args"].to_list() == [
+        '{"external_id":0,"grid":[1,1,1],"occupancy":12.5}',
+        '{"external_id":1,"grid":[1,1,1]}',
+        '{"external_id":2,"grid":[1,1,1]}',
+    ]

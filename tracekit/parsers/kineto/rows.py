@@ -123,7 +123,8 @@ def _json_texts(values: list[Any]) -> pa.Array:
         starts = np.flatnonzero(chars == ord("["))
         # One "[" and one "]" per value: no nested list, no bracket inside a string, so
         # every "],[" replaced above was a boundary between two values.
-        if len(starts) == len(values) == np.count_nonzero(chars == ord("]")):
+        flat = len(starts) == len(values) == np.count_nonzero(chars == ord("]"))
+        if flat and len(body) < 2**31:  # int32 offsets
             offsets = pa.py_buffer(np.append(starts, len(body)).astype(np.int32))
             return pa.StringArray.from_buffers(len(values), offsets, pa.py_buffer(body))
     if kinds <= _LIST_OR_NONE:
@@ -162,19 +163,20 @@ def args_json(columns: dict[str, pa.Array], n: int) -> pa.Array:
     """Compact JSON objects of the given columns, leaving out null values per row."""
     if not columns:
         return pa.nulls(n, pa.string())
-    if len(columns) == 1:  # the common case (host rows: only "external_id"); null stays null
-        ((key, values),) = columns.items()
-        return pc.binary_join_element_wise(f'{{"{key}":', _json_text(key, values), "}", "")
-    if not any(values.null_count for values in columns.values()):  # e.g. every kernel row
+    texts = {key: _json_text(key, values) for key, values in columns.items()}  # NaN -> null
+    if len(texts) == 1:  # the common case (host rows: only "external_id"); null stays null
+        ((key, text),) = texts.items()
+        return pc.binary_join_element_wise(f'{{"{key}":', text, "}", "")
+    if not any(text.null_count for text in texts.values()):  # e.g. every kernel row
         pieces: list[Any] = []
-        for i, (key, values) in enumerate(columns.items()):
-            pieces += [f'{"{" if i == 0 else ","}"{key}":', _json_text(key, values)]
+        for i, (key, text) in enumerate(texts.items()):
+            pieces += [f'{"{" if i == 0 else ","}"{key}":', text]
         return pc.binary_join_element_wise(*pieces, "}", "")
     # Each pair carries its own leading comma and null pairs become "", so that no join sees
     # a null (pyarrow 26's null_handling="skip" drops rows whose inputs are all null).
     pairs = [
-        pc.binary_join_element_wise(f',"{key}":', _json_text(key, values), "").fill_null("")
-        for key, values in columns.items()
+        pc.binary_join_element_wise(f',"{key}":', text, "").fill_null("")
+        for key, text in texts.items()
     ]
     body = pc.binary_join_element_wise(*pairs, "") if len(pairs) > 1 else pairs[0]
     text = pc.binary_join_element_wise("{", pc.utf8_slice_codeunits(body, 1), "}", "")
