@@ -24,7 +24,8 @@ def _frame(tl: tracekit.Timeline) -> pl.DataFrame:
 
 @pytest.fixture
 def streamed(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Pieces of 16 KB, and a record per load of whether the stream path took it."""
+    """Pieces of 16 KB after a first chunk of 4 KB, and a record per load of whether the
+    stream path took it."""
     taken: list[bool] = []
     real = stream.read
 
@@ -35,6 +36,7 @@ def streamed(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
     monkeypatch.setattr(chunks, "PIECE_BYTES", 16 << 10)
     monkeypatch.setattr(chunks, "MAX_TRAILER", 8 << 10)
+    monkeypatch.setattr(stream, "_FIRST_CHUNK", 4 << 10)
     monkeypatch.setattr(stream, "read", spy)
     return taken
 
@@ -158,10 +160,20 @@ def test_end_of_a_last_piece_holding_one_event() -> None:
     assert stream._array_end(bytearray(b'[{"ph": "X"}, '), bare=True) is None
 
 
-def test_chunks_start_small_and_double() -> None:
+def test_chunks_start_small_and_double(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     text = json.dumps(_events(3000)).encode()
     data = gzip.compress(text[:200_000]) + gzip.compress(text[200_000:])  # two members
     sizes = [len(chunk) for chunk in gzip_chunks(data, 64 << 10, first=4 << 10)]
     assert sizes[:5] == [4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10]
     assert max(sizes) == 64 << 10 and sum(sizes) == len(text)
     assert len(next(gzip_chunks(data, 64 << 10))) == 64 << 10
+    monkeypatch.setattr(stream, "_FIRST_CHUNK", 4 << 10)
+    (tmp_path / "t.json").write_bytes(text)
+    (tmp_path / "t.json.gz").write_bytes(data)
+    for name in ("t.json", "t.json.gz"):  # the reader thread: plain reads and inflating
+        reader = stream._Reader(tmp_path / name, 64 << 10)
+        reader.start()
+        sizes = [len(chunk) for chunk in reader.texts()]
+        reader.join()
+        assert sizes[:5] == [4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10], name
+        assert sum(sizes) == len(text)

@@ -1,12 +1,12 @@
 """A Kineto trace decoded while it is read (and inflated, when it is gzip).
 
 A thread reads the file and inflates it (file reads and ISA-L release the GIL, so this takes
-the other core) and hands over about :data:`chunks.PIECE_BYTES` of JSON at a time; the calling
-thread cuts the text after the last whole event, decodes that piece in place and reads its
-columns. The whole text is never held at once. Anything unexpected (no ``traceEvents`` key
-near the start, a cut inside a string, metadata after the events that changes how rows are
-read) returns None, and the caller reads the file the ordinary way, which also reports bad
-input.
+the other core) and hands over 1 MB of JSON first, then twice as much each time up to
+:data:`chunks.PIECE_BYTES`; the calling thread cuts the text after the last whole event,
+decodes that piece in place and reads its columns. The whole text is never held at once.
+Anything unexpected (no ``traceEvents`` key near the start, a cut inside a string, metadata
+after the events that changes how rows are read) returns None, and the caller reads the
+file the ordinary way, which also reports bad input.
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from tracekit.parsers.kineto.decode import GZIP_MAGIC, InflateError, decode, gzi
 from tracekit.parsers.kineto.events import merge, one_table
 
 _HEAD_LIMIT = 1 << 20  # the events array starts within this many bytes, or we decline
-# The first chunk is this small, and chunks double from there, so that decoding starts as
-# soon as 1 MB is inflated rather than a whole piece.
+# The first chunk is this small and chunks double from there, so that the first piece (cut
+# once it is followed by MAX_TRAILER of text) is decoded after 1 + 2 MB are inflated, not
+# after a whole piece.
 _FIRST_CHUNK = 1 << 20
 _END = object()
 
@@ -161,12 +162,12 @@ def _pieces(texts: Iterator[bytes], pending: bytearray) -> Iterator[bytearray]:
     """JSON arrays of whole events, each built in place in ``pending`` and valid until the
     next is asked for; ``pending`` is left holding the text after the last one (raises
     ValueError when a cut is not followed by a comma)."""
+    enough = min(_FIRST_CHUNK, chunks.PIECE_BYTES) // 2  # the first piece: small and early
     for text in itertools.chain([b""], texts):  # the text read with the head comes first
         pending += text
         # Text within MAX_TRAILER of the end read so far may be past the events (keys after
         # them can hold arrays of objects): no cut there until the whole file is read.
         upper = len(pending) - chunks.MAX_TRAILER
-        enough = min(_FIRST_CHUNK, chunks.PIECE_BYTES) // 2
         cut = _last_cut(pending, upper) if upper >= enough else None
         if cut is None:
             continue
@@ -178,6 +179,7 @@ def _pieces(texts: Iterator[bytes], pending: bytearray) -> Iterator[bytearray]:
         pending += b"]"
         yield pending
         pending[:] = rest
+        enough = chunks.PIECE_BYTES // 2
 
 
 def _array_end(text: bytearray, bare: bool) -> int | None:
