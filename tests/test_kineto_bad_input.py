@@ -233,3 +233,12 @@ def test_args_json_drops_only_a_non_finite_value(tmp_path: Path) -> None:
         '{"external_id":1,"grid":[1,1,1]}',
         '{"external_id":2,"grid":[1,1,1]}',
     ]
+
+
+def test_timestamps_whose_ns_overflow_are_dropped(tmp_path: Path) -> None:
+    stamps = [2**64 - 1, 10**16, 1e30, "1e30", "-9223372036854775808", 5, "7.5"]
+    path = _write(tmp_path / "t.json", [_kernel(ts, 1, corr=i) for i, ts in enumerate(stamps)])
+    tl = tracekit.load(path)
+    assert sorted(tl.df["corr"].to_list()) == [5, 6]  # ts 5 and "7.5" µs: kept
+    assert "5 kernel events without a usable ts; dropped" in tl.meta["warnings"]
+    assert run_cli("summary", str(path)).returncode == 0

@@ -25,6 +25,7 @@ except ImportError:  # pragma: no cover - isal ships wheels for the common platf
     import zlib as _zlib  # type: ignore[no-redef]
 
 EXACT_FLOAT_US = 2.0**43  # below this a float µs value still resolves single ns
+MAX_US = (2**63 - 1) // 1000  # the largest µs value whose ns fit in int64
 
 
 Int = int | str | None  # some producers write numbers as text ("bytes": "2560")
@@ -330,19 +331,17 @@ def to_ns(values: list[Any], raw: Any = None,
     """
     ints = typed_ints(values) if typed else None
     if ints is not None:
-        valid = ints.is_valid().to_numpy(zero_copy_only=False)
-        return ints.fill_null(0).to_numpy(zero_copy_only=False) * 1000, valid
+        return _int_us_to_ns(ints)
     try:
         arr = pa.array(values)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        if pa.types.is_integer(arr.type) or pa.types.is_null(arr.type):
+            return _int_us_to_ns(arr.cast(pa.int64()))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # e.g. beyond 64 bits
         return _text_to_ns([None if v is None else str(v) for v in values])
-    if pa.types.is_integer(arr.type) or pa.types.is_null(arr.type):
-        valid = arr.is_valid().to_numpy(zero_copy_only=False)
-        return arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False) * 1000, valid
     if not pa.types.is_floating(arr.type):
         return _text_to_ns([None if v is None else str(v) for v in values])
     floats = arr.to_numpy(zero_copy_only=False)
-    valid = ~np.isnan(floats)
+    valid = ~np.isnan(floats) & (np.abs(floats) < MAX_US)  # float(MAX_US) rounds up
     clean = np.where(valid, floats, 0.0)
     whole = np.floor(clean)
     ns = whole.astype(np.int64) * 1000 + np.rint((clean - whole) * 1000).astype(np.int64)
@@ -356,6 +355,14 @@ def to_ns(values: list[Any], raw: Any = None,
     return ns, valid
 
 
+def _int_us_to_ns(us: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """int64 µs -> (ns, valid): null, and values whose ns would not fit in int64, are
+    invalid."""
+    values = us.fill_null(0).to_numpy(zero_copy_only=False)
+    valid = us.is_valid().to_numpy(zero_copy_only=False) & (values >= -MAX_US) & (values <= MAX_US)
+    return np.where(valid, values, 0) * 1000, valid
+
+
 def _text_to_ns(texts: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     """Decimal µs text -> int64 ns, vectorised; exponent forms go through ``Decimal``."""
     strings = [t.decode("ascii", "replace") if isinstance(t, bytes) else t for t in texts]
@@ -364,6 +371,7 @@ def _text_to_ns(texts: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     whole_text = parts.struct.field("field_0")
     frac_text = parts.struct.field("field_1").fill_null("")
     whole = whole_text.cast(pl.Int64, strict=False)
+    whole = pl.when(whole.is_between(-MAX_US, MAX_US)).then(whole)  # null where ns overflow
     digits = (frac_text + "0000").str.slice(0, 4)
     frac = digits.str.slice(0, 3).cast(pl.Int64, strict=False)
     round_up = (digits.str.slice(3, 1) >= "5").cast(pl.Int64)
@@ -375,8 +383,9 @@ def _text_to_ns(texts: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     valid = ok.to_numpy().copy()
     for i in np.nonzero(~valid & series.is_not_null().to_numpy())[0]:
         try:  # exponent notation such as 1.7e15, rare enough for a per-value path
-            out[i] = int((Decimal(series[int(i)]) * 1000).to_integral_value())
-            valid[i] = True
-        except (InvalidOperation, ValueError):
+            ns_value = int((Decimal(series[int(i)]) * 1000).to_integral_value())
+        except (InvalidOperation, ValueError, OverflowError):  # OverflowError: "inf"
             continue
+        if abs(ns_value) <= MAX_US * 1000:
+            out[i], valid[i] = ns_value, True
     return out, valid
