@@ -242,3 +242,20 @@ def test_timestamps_whose_ns_overflow_are_dropped(tmp_path: Path) -> None:
     assert sorted(tl.df["corr"].to_list()) == [5, 6]  # ts 5 and "7.5" µs: kept
     assert "5 kernel events without a usable ts; dropped" in tl.meta["warnings"]
     assert run_cli("summary", str(path)).returncode == 0
+
+
+def test_lone_surrogate_escapes_become_replacement_characters(tmp_path: Path) -> None:
+    # As json.dumps writes names holding undecodable bytes; a strict decoder rejects them.
+    names = ["gemm\udcff", "\ud800x", "\ud83d\ude00 ok", "\\ud800 literal", "\ud800\\udc00"]
+    # Epoch µs with a fraction: too coarse as floats, so their JSON text is read again too.
+    events = [_kernel(1.7e15 + 0.5 + i * 10, 5, name=n, corr=i) for i, n in enumerate(names)]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({**BASE, "traceEvents": events}), encoding="ascii")
+    tl = tracekit.load(path)
+    assert tl.df.sort("ts")["name"].cast(pl.String).to_list() == [
+        "gemm\ufffd", "\ufffdx", "\U0001f600 ok", "\\ud800 literal", "\ufffd\\udc00"
+    ]  # fmt: skip
+    assert "lone UTF-16 surrogate escapes in the trace replaced by U+FFFD" in tl.meta["warnings"]
+    assert tl.df.sort("ts")["ts"].to_list() == [0, 10_000, 20_000, 30_000, 40_000]
+    assert tl.meta["origin_ns"] == 1_700_000_000_000_000_500
+    assert run_cli("summary", str(path)).returncode == 0

@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from tracekit.errors import TraceError
 from tracekit.load import GZIP_MAGIC
+from tracekit.parsers.kineto.escapes import without_lone_surrogates
 
 try:  # ISA-L inflates about three times faster than zlib; same format, same checks
     from isal import isal_zlib as _zlib
@@ -286,9 +287,13 @@ def decode(path: Path, data: bytes, warnings: list[str]) -> Trace | LenientTrace
         except (UnicodeDecodeError, msgspec.DecodeError) as exc:
             # msgspec < 0.23 raises UnicodeDecodeError for bad UTF-8, later a DecodeError.
             if isinstance(exc, msgspec.DecodeError) and "UTF-8" not in str(exc):
-                raise TraceError(
-                    f"{path}: not valid JSON ({exc}); the file may be truncated"
-                ) from exc
+                repaired = without_lone_surrogates(data)
+                if repaired is None:
+                    raise TraceError(
+                        f"{path}: not valid JSON ({exc}); the file may be truncated"
+                    ) from exc
+                warnings.append("lone UTF-16 surrogate escapes in the trace replaced by U+FFFD")
+                return decode(path, repaired, warnings)
             warnings.append("invalid UTF-8 in the trace replaced by U+FFFD")
             data = bytes(data).decode("utf-8", errors="replace").encode("utf-8")
             return decode(path, data, warnings)
@@ -302,6 +307,14 @@ def decode(path: Path, data: bytes, warnings: list[str]) -> Trace | LenientTrace
 
 def raw_timestamps(data: bytes) -> list[bytes | None]:
     """The exact JSON text of every event's ``ts`` (for values a float cannot hold)."""
+    try:
+        return _raw_timestamps(data)
+    except (UnicodeDecodeError, msgspec.DecodeError):  # the repairs :func:`decode` made
+        text = bytes(data).decode("utf-8", errors="replace").encode("utf-8")
+        return _raw_timestamps(without_lone_surrogates(text) or text)
+
+
+def _raw_timestamps(data: bytes) -> list[bytes | None]:
     if is_bare_list(data):
         events = msgspec.json.decode(data, type=list[_RawTs])
     else:
