@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from tracekit.errors import TraceError
 from tracekit.load import GZIP_MAGIC
-from tracekit.parsers.kineto.escapes import without_lone_surrogates
+from tracekit.parsers.kineto.escapes import utf8_replaced, without_lone_surrogates
 
 try:  # ISA-L inflates about three times faster than zlib; same format, same checks
     from isal import isal_zlib as _zlib
@@ -295,8 +295,7 @@ def decode(path: Path, data: bytes, warnings: list[str]) -> Trace | LenientTrace
                 warnings.append("lone UTF-16 surrogate escapes in the trace replaced by U+FFFD")
                 return decode(path, repaired, warnings)
             warnings.append("invalid UTF-8 in the trace replaced by U+FFFD")
-            data = bytes(data).decode("utf-8", errors="replace").encode("utf-8")
-            return decode(path, data, warnings)
+            return decode(path, utf8_replaced(data), warnings)
         if lenient:
             warnings.append("unexpected value types in event args; read leniently")
         if bare:
@@ -310,7 +309,7 @@ def raw_timestamps(data: bytes) -> list[bytes | None]:
     try:
         return _raw_timestamps(data)
     except (UnicodeDecodeError, msgspec.DecodeError):  # the repairs :func:`decode` made
-        text = bytes(data).decode("utf-8", errors="replace").encode("utf-8")
+        text = utf8_replaced(data)
         return _raw_timestamps(without_lone_surrogates(text) or text)
 
 

@@ -1,4 +1,5 @@
-"""Lone UTF-16 surrogate escapes in JSON text, replaced so that a strict decoder accepts it.
+"""JSON text repaired so that a strict decoder accepts it: invalid UTF-8, and lone UTF-16
+surrogate escapes.
 
 JSON allows ``\\ud800`` on its own, and Python's ``json.dumps`` writes one for a string that
 holds an undecodable byte (``surrogateescape``), but such a string is not valid Unicode, and
@@ -39,3 +40,8 @@ def without_lone_surrogates(data: bytes | bytearray | memoryview) -> bytes | Non
         pos = end
     pieces.append(data[pos:])
     return b"".join(pieces)
+
+
+def utf8_replaced(data: bytes | bytearray | memoryview) -> bytes:
+    """``data`` with every invalid UTF-8 sequence replaced by U+FFFD."""
+    return bytes(data).decode("utf-8", errors="replace").encode("utf-8")
