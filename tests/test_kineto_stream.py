@@ -11,7 +11,7 @@ import pytest
 
 import tracekit
 from tests.conftest import real_root, run_cli
-from tracekit.parsers.kineto import chunks, stream
+from tracekit.parsers.kineto import chunks, events, stream
 from tracekit.parsers.kineto.decode import gzip_chunks
 
 DEVICES = [{"id": 0, "name": "NVIDIA H200", "totalGlobalMem": 150_000_000_000, "numSms": 132}]
@@ -24,8 +24,8 @@ def _frame(tl: tracekit.Timeline) -> pl.DataFrame:
 
 @pytest.fixture
 def streamed(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Pieces of 16 KB after a first chunk of 4 KB, and a record per load of whether the
-    stream path took it."""
+    """Pieces of 16 KB after a first chunk of 4 KB, columns built every 48 KB, and a record
+    per load of whether the stream path took it."""
     taken: list[bool] = []
     real = stream.read
 
@@ -35,6 +35,7 @@ def streamed(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
         return found
 
     monkeypatch.setattr(chunks, "PIECE_BYTES", 16 << 10)
+    monkeypatch.setattr(chunks, "BATCH_BYTES", 48 << 10)
     monkeypatch.setattr(chunks, "MAX_TRAILER", 8 << 10)
     monkeypatch.setattr(stream, "_FIRST_CHUNK", 4 << 10)
     monkeypatch.setattr(stream, "read", spy)
@@ -96,8 +97,8 @@ def test_arrays_after_the_events_are_not_taken_for_their_end(
                 "logs": ["INFO: done ]", "x"], "baseTimeNanoseconds": 17 * 10**17}  # fmt: skip
     path = _gz(tmp_path / "t.json.gz", document)
     pieces = []
-    real = stream.one_table
-    monkeypatch.setattr(stream, "one_table", lambda text, o: pieces.append(1) or real(text, o))
+    real = stream.TableBuilder.add
+    monkeypatch.setattr(stream.TableBuilder, "add", lambda b, t: pieces.append(1) or real(b, t))
     tl = tracekit.load(path)
     assert streamed == [True] and len(pieces) > 20
     assert len(tl) == 3000
@@ -177,3 +178,41 @@ def test_chunks_start_small_and_double(tmp_path: Path, monkeypatch: pytest.Monke
         reader.join()
         assert sizes[:5] == [4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10], name
         assert sum(sizes) == len(text)
+
+
+def _nccl_kernel(i: int) -> dict:
+    return {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce", "pid": 0, "tid": 9,
+            "ts": 900_000 + i * 10, "dur": 5, "args": {"device": 0, "stream": 9,
+            "correlation": 50_000 + i, "Collective name": "allreduce",
+            "In msg nelems": 1024 * (i + 1), "Out msg nelems": 1024 * (i + 1),
+            "Group size": 8, "dtype": "Float"}}  # fmt: skip
+
+
+def test_values_first_seen_in_a_later_piece_stay_on_their_rows(
+    tmp_path: Path, streamed: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # NCCL details appear only in the middle of the trace, and some kernels without dur sit in
+    # the first and the last pieces: columns are built in several batches.
+    head, tail = _events(600, "head"), _events(600, "tail")
+    for event in (head[0], head[2], tail[-2]):
+        del event["dur"]
+    nccl = [_nccl_kernel(i) for i in range(5)]
+    path = _gz(tmp_path / "t.json.gz", {"traceEvents": head + nccl + tail})
+    batches = []
+    real = events.to_table
+    monkeypatch.setattr(events, "to_table", lambda c: batches.append(1) or real(c))
+    tl = tracekit.load(path)
+    assert streamed == [True] and len(batches) > 3
+    df = tl.df
+    assert len(df) == 1205
+    nccl_rows = df.filter(pl.col("corr") >= 50_000).sort("corr")
+    expected = [
+        f'{{"collective":"allreduce","in_nelems":{1024 * (i + 1)},'
+        f'"out_nelems":{1024 * (i + 1)},"group_size":8,"dtype":"Float"}}'
+        for i in range(5)
+    ]
+    assert nccl_rows["args"].to_list() == expected
+    assert df.filter(pl.col("args").str.contains("nelems")).height == 5
+    assert df.filter(pl.col("corr") < 50_000)["args"].str.starts_with('{"grid":').all()
+    assert "3 kernel events without dur; read as 0 ns" in tl.meta["warnings"]
+    assert _frame(tl).equals(_frame(_whole(path, monkeypatch)))

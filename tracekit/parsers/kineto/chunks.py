@@ -28,9 +28,11 @@ import msgspec
 import pyarrow as pa
 
 MIN_BYTES = 96 << 20  # below this, starting workers costs more than it saves
-# Events are decoded and turned into columns this many bytes of JSON at a time: the decoded
-# objects are still in cache when read, and the memory they free is reused by the next piece.
-PIECE_BYTES = 8 << 20
+# Events are decoded and their values collected this many bytes of JSON at a time: the
+# decoded objects are still in cache when read, and the memory they free is reused by the
+# next piece. The values become Arrow columns once per batch, each call's cost paid once.
+PIECE_BYTES = 2 << 20
+BATCH_BYTES = 8 << 20
 MAX_TRAILER = 1 << 20  # keys after the events array: a few short values in practice
 BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*\{")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')

@@ -9,49 +9,86 @@ from typing import Any
 import pyarrow as pa
 
 from tracekit.errors import TraceError
-from tracekit.parsers.assemble import assemble
 from tracekit.parsers.kineto import chunks
 from tracekit.parsers.kineto.chunks import Slice, SliceResult
 from tracekit.parsers.kineto.decode import decode, raw_timestamps
 from tracekit.parsers.kineto.rows import EventColumns, render_warnings
-from tracekit.parsers.names import NamePool
 
 
 def read_events(events: list[Any], data: bytes | bytearray, rank: int, include_python: bool,
                 rank_in_args: bool) -> EventColumns:  # fmt: skip
     """Column readers for ``events``; ``data`` (their JSON text) is not kept afterwards."""
-    return EventColumns(
-        events, rank, include_python, lambda: raw_timestamps(data), rank_in_args=rank_in_args
-    )
+    columns = EventColumns(rank, include_python, rank_in_args=rank_in_args)
+    columns.add(events, lambda: raw_timestamps(data))
+    return columns
 
 
 def to_table(columns: EventColumns) -> pa.Table:
-    """The timeline table of the events behind ``columns``."""
-    pool = NamePool()
-    return assemble(columns.parts(pool), pool)
+    """The timeline table of the events collected in ``columns`` (and not yet taken)."""
+    batch = columns.take_batch()
+    table = batch.table()
+    columns.repairs.update(batch.repairs)
+    return table
+
+
+class TableBuilder:
+    """Decodes pieces of JSON text one after another into one timeline table.
+
+    Each piece's events are freed as soon as their values are collected: small pieces keep
+    the decoded objects in cache and the memory they free is reused by the next piece. The
+    values become Arrow columns once per :data:`chunks.BATCH_BYTES` of text, so that the
+    pieces do not each pay the conversions' fixed cost.
+    """
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self.columns = EventColumns(**options)
+        self.tables: list[pa.Table] = []
+        self.warnings: list[str] = []
+        self._batched = 0  # bytes of text collected since the last table
+
+    def add(self, text: bytes | bytearray) -> None:
+        """Decode one JSON array of events; raises :class:`TraceError` when it is not valid
+        JSON. ``text`` is not kept."""
+        events = decode(Path("<slice>"), text, self.warnings).traceEvents or []
+        self.columns.add(events, lambda: raw_timestamps(text))
+        del events
+        self._batched += len(text)
+        if self._batched >= chunks.BATCH_BYTES:
+            self.tables.append(to_table(self.columns))
+            self._batched = 0
+
+    def result(self) -> SliceResult:
+        """The table of every piece added, with the repairs, unknown categories and warnings."""
+        if self.columns.rows or not self.tables:
+            self.tables.append(to_table(self.columns))
+        tables = [t for t in self.tables if t.num_rows] or self.tables[:1]
+        table = pa.concat_tables(tables).unify_dictionaries() if len(tables) > 1 else tables[0]
+        warnings = list(dict.fromkeys(self.warnings))
+        return SliceResult(table, self.columns.repairs, self.columns.unknown, warnings)
 
 
 def one_table(text: bytes | bytearray, options: dict[str, Any]) -> SliceResult:
     """The timeline table of a JSON array of events, decoded in one go."""
-    warnings: list[str] = []
-    events = decode(Path("<slice>"), text, warnings).traceEvents or []
-    columns = read_events(events, text, **options)
-    del events
-    return SliceResult(to_table(columns), columns.repairs, columns.unknown, warnings)
+    builder = TableBuilder(options)
+    builder.add(text)
+    return builder.result()
 
 
 def piece_table(data: bytes | bytearray, piece: Slice, **options: Any) -> SliceResult:
     """The timeline table of the events in ``piece`` of ``data``, decoded a few MB at a time
     (:data:`chunks.PIECE_BYTES`); raises :class:`TraceError` when they are not valid JSON."""
     parts = chunks.subdivide(data, piece, chunks.PIECE_BYTES)
+    builder = TableBuilder(options)
     try:
-        results = [one_table(chunks.slice_text(data, part), options) for part in parts]
+        for part in parts:
+            builder.add(chunks.slice_text(data, part))
     except TraceError:
         if len(parts) == 1:
             raise
         # A cut that looked like "}, {" inside a string: decode the piece in one go.
-        results = [one_table(chunks.slice_text(data, piece), options)]
-    return merge(results)
+        builder = TableBuilder(options)
+        builder.add(chunks.slice_text(data, piece))
+    return builder.result()
 
 
 def merge(results: list[SliceResult]) -> SliceResult:

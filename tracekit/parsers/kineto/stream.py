@@ -25,7 +25,7 @@ from tracekit.errors import TraceError
 from tracekit.parsers.kineto import chunks
 from tracekit.parsers.kineto.chunks import SliceResult
 from tracekit.parsers.kineto.decode import GZIP_MAGIC, InflateError, decode, gzip_chunks
-from tracekit.parsers.kineto.events import merge, one_table
+from tracekit.parsers.kineto.events import TableBuilder
 
 _HEAD_LIMIT = 1 << 20  # the events array starts within this many bytes, or we decline
 # The first chunk is this small and chunks double from there, so that the first piece (cut
@@ -118,18 +118,18 @@ def _read(path: Path, texts: Iterator[bytes],
     head, pending = found
     bare = not head.strip()
     options = options_of(decode(path, b"[]" if bare else head + b"[]}", []))
-    results = []
+    builder = TableBuilder(options)
     for piece in _pieces(texts, pending):
-        results.append(one_table(piece, options))
+        builder.add(piece)
     end = _array_end(pending, bare)
     if end is None:
         return None
     tail = bytes(pending[end + 1 :])
     del pending[end + 1 :]
-    results.append(one_table(pending, options))
+    builder.add(pending)
     warnings: list[str] = []
     trace = decode(path, b"[]" if bare else head + b"[]" + tail, warnings)
-    result = merge(results)
+    result = builder.result()
     final = options_of(trace)
     if final != options:
         # Only distributedInfo after the events is handled: it gives every row its rank.
