@@ -161,6 +161,25 @@ def test_end_of_a_last_piece_holding_one_event() -> None:
     assert stream._array_end(bytearray(b'[{"ph": "X"}, '), bare=True) is None
 
 
+def test_pieces_are_views_cut_between_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(chunks, "PIECE_BYTES", 256)
+    monkeypatch.setattr(chunks, "MAX_TRAILER", 64)
+    monkeypatch.setattr(stream, "_FIRST_CHUNK", 256)
+    separators = [b",", b" ,\n ", b",  ", b"\n,"]  # the comma right after "}" or further on
+    events = [b'{"ph": "X", "name": "k%d", "args": {"grid": [%d]}}' % (i, i) for i in range(40)]
+    text = b"[" + b"".join(e + separators[i % 4] for i, e in enumerate(events[:-1]))
+    text += events[-1] + b"]"
+    chunked = (text[i : i + 97] for i in range(0, len(text), 97))
+    pending = bytearray()
+    names = []
+    for piece in stream._pieces(chunked, pending):
+        assert isinstance(piece, memoryview) and bytes(piece[:1]) == b"["
+        names += [e["name"] for e in json.loads(bytes(piece))]
+    assert len(names) > 20 and pending[:1] == b"["
+    names += [e["name"] for e in json.loads(bytes(pending))]
+    assert names == [f"k{i}" for i in range(40)]
+
+
 def test_chunks_start_small_and_double(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     text = json.dumps(_events(3000)).encode()
     data = gzip.compress(text[:200_000]) + gzip.compress(text[200_000:])  # two members

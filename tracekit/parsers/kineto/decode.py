@@ -29,6 +29,7 @@ EXACT_FLOAT_US = 2.0**43  # below this a float µs value still resolves single n
 MAX_US = (2**63 - 1) // 1000  # the largest µs value whose ns fit in int64
 
 
+Text = bytes | bytearray | memoryview  # JSON text as read, or a view of part of it
 Int = int | str | None  # some producers write numbers as text ("bytes": "2560")
 NULL = msgspec.Raw(b"null")
 Num = int | float | str | None
@@ -207,9 +208,9 @@ _DECODERS = {
 }
 
 
-def is_bare_list(data: bytes) -> bool:
+def is_bare_list(data: Text) -> bool:
     """True for a JSON array of events (no enclosing trace object)."""
-    return data[:4096].lstrip()[:1] == b"["
+    return bytes(data[:4096]).lstrip()[:1] == b"["
 
 
 InflateError = _zlib.error
@@ -276,7 +277,7 @@ def read_bytes(path: Path) -> bytes:
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def decode(path: Path, data: bytes, warnings: list[str]) -> Trace | LenientTrace:
+def decode(path: Path, data: Text, warnings: list[str]) -> Trace | LenientTrace:
     """Decode a Chrome trace object or a bare event list into a :class:`Trace`."""
     bare = is_bare_list(data)
     for lenient in (False, True):
@@ -304,7 +305,7 @@ def decode(path: Path, data: bytes, warnings: list[str]) -> Trace | LenientTrace
     raise TraceError(f"{path}: JSON does not have the shape of a Chrome trace")
 
 
-def raw_timestamps(data: bytes) -> list[bytes | None]:
+def raw_timestamps(data: Text) -> list[bytes | None]:
     """The exact JSON text of every event's ``ts`` (for values a float cannot hold)."""
     try:
         return _raw_timestamps(data)
@@ -313,7 +314,7 @@ def raw_timestamps(data: bytes) -> list[bytes | None]:
         return _raw_timestamps(without_lone_surrogates(text) or text)
 
 
-def _raw_timestamps(data: bytes) -> list[bytes | None]:
+def _raw_timestamps(data: Text) -> list[bytes | None]:
     if is_bare_list(data):
         events = msgspec.json.decode(data, type=list[_RawTs])
     else:

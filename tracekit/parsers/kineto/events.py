@@ -11,11 +11,11 @@ import pyarrow as pa
 from tracekit.errors import TraceError
 from tracekit.parsers.kineto import chunks
 from tracekit.parsers.kineto.chunks import Slice, SliceResult
-from tracekit.parsers.kineto.decode import decode, raw_timestamps
+from tracekit.parsers.kineto.decode import Text, decode, raw_timestamps
 from tracekit.parsers.kineto.rows import EventColumns, render_warnings
 
 
-def read_events(events: list[Any], data: bytes | bytearray, rank: int, include_python: bool,
+def read_events(events: list[Any], data: Text, rank: int, include_python: bool,
                 rank_in_args: bool) -> EventColumns:  # fmt: skip
     """Column readers for ``events``; ``data`` (their JSON text) is not kept afterwards."""
     columns = EventColumns(rank, include_python, rank_in_args=rank_in_args)
@@ -46,7 +46,7 @@ class TableBuilder:
         self.warnings: list[str] = []
         self._batched = 0  # bytes of text collected since the last table
 
-    def add(self, text: bytes | bytearray) -> None:
+    def add(self, text: Text) -> None:
         """Decode one JSON array of events; raises :class:`TraceError` when it is not valid
         JSON. ``text`` is not kept."""
         events = decode(Path("<slice>"), text, self.warnings).traceEvents or []

@@ -158,27 +158,30 @@ def _head(texts: Iterator[bytes]) -> tuple[bytes, bytearray] | None:
     return head, pending
 
 
-def _pieces(texts: Iterator[bytes], pending: bytearray) -> Iterator[bytearray]:
-    """JSON arrays of whole events, each built in place in ``pending`` and valid until the
-    next is asked for; ``pending`` is left holding the text after the last one (raises
-    ValueError when a cut is not followed by a comma)."""
+def _pieces(texts: Iterator[bytes], pending: bytearray) -> Iterator[memoryview]:
+    """JSON arrays of whole events, each a view of ``pending`` valid until the next is asked
+    for; ``pending`` is left holding the text after the last one.
+
+    No text is copied but the chunks appended: the byte after a piece's last ``}`` is set to
+    ``]`` for the view, then the comma before the next event becomes its ``[`` and the text
+    before it is dropped (at the front of a bytearray, which CPython does in place).
+    """
     enough = min(_FIRST_CHUNK, chunks.PIECE_BYTES) // 2  # the first piece: small and early
     for text in itertools.chain([b""], texts):  # the text read with the head comes first
         pending += text
         # Text within MAX_TRAILER of the end read so far may be past the events (keys after
         # them can hold arrays of objects): no cut there until the whole file is read.
         upper = len(pending) - chunks.MAX_TRAILER
-        cut = _last_cut(pending, upper) if upper >= enough else None
-        if cut is None:
+        found = chunks.last_between(pending, 0, upper) if upper >= enough else None
+        if found is None:
             continue
-        rest = pending[cut:].lstrip()
-        if rest[:1] != b",":
-            raise ValueError("a cut between events is not followed by a comma")
-        rest[:1] = b"["
-        del pending[cut:]
-        pending += b"]"
-        yield pending
-        pending[:] = rest
+        end = found.start() + 1  # just after the "}" of the piece's last event
+        comma = found.start() + found.group().index(b",")
+        pending[end] = ord("]")  # whitespace or the comma itself
+        with memoryview(pending) as view, view[: end + 1] as piece:
+            yield piece
+        pending[comma] = ord("[")
+        del pending[:comma]
         enough = chunks.PIECE_BYTES // 2
 
 
@@ -189,10 +192,3 @@ def _array_end(text: bytearray, bare: bool) -> int | None:
         return chunks.array_end(text, 1)  # text[0] is the "[" opening the events
     end = chunks.text_end(text, 0, len(text)) - 1
     return end if end >= 0 and text[end] == ord("]") else None
-
-
-def _last_cut(text: bytearray, upper: int) -> int | None:
-    """The index just after the last ``}`` before ``upper`` that ends an event (``}, {``
-    follows it)."""
-    found = chunks.last_between(text, 0, upper)
-    return None if found is None else found.start() + 1
