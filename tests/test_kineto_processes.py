@@ -107,6 +107,7 @@ def test_pieces_of_a_few_kilobytes_give_the_one_piece_timeline(
     path = tmp_path / "nccl_data.json"
     path.write_bytes(gzip.decompress(_trace().read_bytes()))
     monkeypatch.setattr(stream, "read", lambda _path, _options: None)  # read whole, then cut
+    monkeypatch.setattr(chunks, "PIECE_BYTES", 1 << 40)
     whole = tracekit.load(path)  # under 2 * PIECE_BYTES of JSON: decoded in one piece
     cuts = []
     original = chunks.subdivide

@@ -43,8 +43,10 @@ def streamed(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
 
 def _whole(path: Path, monkeypatch: pytest.MonkeyPatch) -> tracekit.Timeline:
+    """The timeline read the ordinary way, decoded in one piece."""
     with monkeypatch.context() as patch:
         patch.setattr(stream, "read", lambda _path, _options: None)
+        patch.setattr(chunks, "PIECE_BYTES", 1 << 40)
         return tracekit.load(path)
 
 
@@ -235,3 +237,61 @@ def test_values_first_seen_in_a_later_piece_stay_on_their_rows(
     assert df.filter(pl.col("corr") < 50_000)["args"].str.starts_with('{"grid":').all()
     assert "3 kernel events without dur; read as 0 ns" in tl.meta["warnings"]
     assert _frame(tl).equals(_frame(_whole(path, monkeypatch)))
+
+
+def _op(i: int, **args: object) -> dict:
+    return {"ph": "X", "cat": "cpu_op", "name": f"aten::op{i % 5}", "pid": 1, "tid": 2,
+            "ts": 1_000 + i * 10, "dur": 3, "args": {"External id": i, **args}}  # fmt: skip
+
+
+def test_a_lenient_piece_reads_odd_values_as_null_in_its_batch_only(
+    tmp_path: Path, streamed: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ops = [_op(i) for i in range(3000)]
+    ops[20]["pid"] = True  # an unexpected type: this piece is decoded leniently
+    ops[20]["args"]["External id"] = 1.5
+    ops[2900]["tid"] = "stream 9"
+    path = _gz(tmp_path / "t.json.gz", {"traceEvents": ops})
+    tl = tracekit.load(path)
+    assert streamed == [True]
+    df = tl.df.sort("ts")
+    assert df["pid"][20] is None and df["args"][20] is None  # not 1, not {"external_id":1}
+    assert df["pid"].null_count() == 1 and df["tid"][2900] == 9
+    assert df["args"][21] == '{"external_id":21}'
+    assert "unexpected value types in event args; read leniently" in tl.meta["warnings"]
+    assert _frame(tl).equals(_frame(_whole(path, monkeypatch)))
+
+
+def test_nccl_details_are_kept_only_on_rows_with_a_collective_name(
+    tmp_path: Path, streamed: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ops = [_op(i, **({"Group size": 8, "dtype": "Half"} if i % 3 else {})) for i in range(3000)]
+    ops[1501]["args"].update({"Collective name": "allreduce", "In msg nelems": 64})
+    path = _gz(tmp_path / "t.json.gz", {"traceEvents": ops})
+    tl = tracekit.load(path)
+    assert streamed == [True]
+    df = tl.df.sort("ts")
+    assert df.filter(pl.col("args").str.contains("Half"))["ts"].to_list() == [df["ts"][1501]]
+    assert df["args"][1501] == (
+        '{"external_id":1501,"collective":"allreduce","in_nelems":64,"group_size":8,"dtype":"Half"}'
+    )
+    assert _frame(tl).equals(_frame(_whole(path, monkeypatch)))
+
+
+def test_repair_warnings_come_in_one_order_whatever_the_read_path(
+    tmp_path: Path, streamed: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ops = [_op(i) for i in range(3000)]
+    ops[5]["dur"] = -2  # repairs of the first batch, before the missing ts of a later one
+    del ops[6]["dur"]
+    del ops[2900]["ts"]
+    path = _gz(tmp_path / "t.json.gz", {"traceEvents": ops})
+    tl = tracekit.load(path)
+    assert streamed == [True]
+    expected = [
+        "1 op events without a usable ts; dropped",
+        "1 op events without dur; read as 0 ns",
+        "1 op events with negative dur; read as 0 ns",
+    ]
+    assert tl.meta["warnings"] == expected
+    assert _whole(path, monkeypatch).meta["warnings"] == expected

@@ -37,6 +37,7 @@ ARGS_BY_KIND: dict[str, tuple[str, ...]] = {
 _RAW_KEYS = ("grid", "block")  # JSON text as the trace wrote it
 _FLOAT_KEYS = ("occupancy", "bandwidth")
 _TEXT_KEYS = ("collective", "dtype", "pg_name", "pg_desc", "pg_ranks")
+_NONE = type(None)
 
 
 def _ints(values: list[Any], typed: bool = False) -> pa.Array:
@@ -45,18 +46,17 @@ def _ints(values: list[Any], typed: bool = False) -> pa.Array:
     ints = typed_ints(values) if typed else None
     if ints is not None:
         return ints
+    # Text, floats and bools (pyarrow would truncate 1.5 to 1 and read True as 1): typically
+    # a few odd values among many integers.
+    odd = [i for i, kind in enumerate(map(type, values)) if kind is not int and kind is not _NONE]
+    if odd:
+        values = values.copy()
+        for i in odd:
+            values[i] = _as_int(values[i])
     try:
         return pa.array(values, pa.int64())
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        pass
-    odd = [i for i, kind in enumerate(map(type, values)) if kind is not int]
-    fixed = values.copy()  # typically a few odd values among many integers
-    for i in odd:
-        fixed[i] = _as_int(values[i])
-    try:
-        return pa.array(fixed, pa.int64())
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # an int beyond 64 bits
-        return pa.array([_as_int(v) for v in fixed], pa.int64())
+        return pa.array([_as_int(v) for v in values], pa.int64())
 
 
 def _as_int(value: Any) -> int | None:
@@ -247,6 +247,10 @@ class Batch:
                 array = floats(values)
             else:
                 array = self._ints(values)
+            if key in NCCL[1:]:  # NCCL details only on rows with a collective name
+                collective = kept.get("collective")
+                valid = pa.repeat(False, n) if collective is None else collective.is_valid()
+                array = pc.if_else(valid, array, pa.scalar(None, array.type))
             if array.null_count < n:
                 kept[key] = array
         return args_json(kept, n)

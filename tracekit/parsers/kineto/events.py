@@ -17,7 +17,7 @@ from tracekit.parsers.kineto.rows import EventColumns, render_warnings
 
 def read_events(events: list[Any], data: Text, rank: int, include_python: bool,
                 rank_in_args: bool) -> EventColumns:  # fmt: skip
-    """Column readers for ``events``; ``data`` (their JSON text) is not kept afterwards."""
+    """The kept values of ``events``, collected; ``data`` (their JSON text) is not kept."""
     columns = EventColumns(rank, include_python, rank_in_args=rank_in_args)
     columns.add(events, lambda: raw_timestamps(data))
     return columns
@@ -65,13 +65,6 @@ class TableBuilder:
         table = pa.concat_tables(tables).unify_dictionaries() if len(tables) > 1 else tables[0]
         warnings = list(dict.fromkeys(self.warnings))
         return SliceResult(table, self.columns.repairs, self.columns.unknown, warnings)
-
-
-def one_table(text: bytes | bytearray, options: dict[str, Any]) -> SliceResult:
-    """The timeline table of a JSON array of events, decoded in one go."""
-    builder = TableBuilder(options)
-    builder.add(text)
-    return builder.result()
 
 
 def piece_table(data: bytes | bytearray, piece: Slice, **options: Any) -> SliceResult:

@@ -18,7 +18,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracekit.parsers.columns import take, texts
-from tracekit.parsers.kineto.batch import ARGS_BY_KIND, NCCL, Batch, Group
+from tracekit.parsers.kineto.batch import (
+    ARGS_BY_KIND,
+    NCCL,
+    NEGATIVE_DUR,
+    NO_DUR,
+    Batch,
+    Group,
+)
 from tracekit.parsers.kineto.decode import (
     INSTANT_GROUP,
     KEPT_PHASES,
@@ -65,7 +72,8 @@ def render_warnings(repairs: Counter[tuple[str, str]], unknown: Counter[str]) ->
             f"{c} ({n})" for c, n in sorted(unknown.items(), key=lambda x: (-x[1], x[0]))
         )
         lines.append(f"unknown categories read as host ranges: {listing}")
-    for (message, kind), n in repairs.items():
+    order = {NO_TS: 0, NO_DUR: 1, NEGATIVE_DUR: 2}  # the same whatever the read path
+    for (message, kind), n in sorted(repairs.items(), key=lambda r: (order[r[0][0]], r[0][1])):
         if n:
             lines.append(message.format(n=n, kind=kind))
     return lines
@@ -85,7 +93,7 @@ class EventColumns:
         self.rank_in_args = rank_in_args
         self.repairs: Counter[tuple[str, str]] = Counter()  # (message, kind) -> events
         self.unknown: Counter[str] = Counter()  # unknown category -> events
-        self.typed = True  # every piece so far came from the typed decoder
+        self.typed = True  # every piece of this batch came from the typed decoder
         self.rows = 0  # events added since the last batch was taken
         self._groups: dict[str, Group] = {}
 
@@ -183,7 +191,7 @@ class EventColumns:
         collective: list[Any] = []
         for key in ARGS_BY_KIND[group.kind]:
             if key in NCCL[1:] and collective.count(None) == n:
-                continue  # NCCL details only where a collective name is present
+                continue  # NCCL details are kept only on rows with a collective name
             values = get(key)
             if key == "external_id" and legacy:  # 2021 traces: "external id" on most rows
                 values = [
@@ -195,5 +203,6 @@ class EventColumns:
 
     def take_batch(self) -> Batch:
         """The values collected since the last call, to be turned into a table."""
-        groups, self._groups, self.rows = self._groups, {}, 0
-        return Batch(groups, self.typed, self.rank, self.rank_in_args)
+        batch = Batch(self._groups, self.typed, self.rank, self.rank_in_args)
+        self._groups, self.rows, self.typed = {}, 0, True
+        return batch

@@ -3,7 +3,7 @@
 A thread reads the file and inflates it (file reads and ISA-L release the GIL, so this takes
 the other core) and hands over 1 MB of JSON first, then twice as much each time up to
 :data:`chunks.PIECE_BYTES`; the calling thread cuts the text after the last whole event,
-decodes that piece in place and reads its columns. The whole text is never held at once.
+decodes that piece in place and collects its values. The whole text is never held at once.
 Anything unexpected (no ``traceEvents`` key near the start, a cut inside a string, metadata
 after the events that changes how rows are read) returns None, and the caller reads the
 file the ordinary way, which also reports bad input.
@@ -103,7 +103,7 @@ def read(path: Path, options_of: Any) -> tuple[Any, SliceResult, list[str]] | No
     reader.start()
     try:
         return _read(path, reader.texts(), options_of)
-    except (TraceError, InflateError, OSError, ValueError):
+    except (TraceError, InflateError, OSError, ValueError, BufferError):
         return None
     finally:
         reader.stopped.set()
@@ -162,9 +162,9 @@ def _pieces(texts: Iterator[bytes], pending: bytearray) -> Iterator[memoryview]:
     """JSON arrays of whole events, each a view of ``pending`` valid until the next is asked
     for; ``pending`` is left holding the text after the last one.
 
-    No text is copied but the chunks appended: the byte after a piece's last ``}`` is set to
-    ``]`` for the view, then the comma before the next event becomes its ``[`` and the text
-    before it is dropped (at the front of a bytearray, which CPython does in place).
+    A piece is not copied: the byte after its last ``}`` is set to ``]`` for the view. Then
+    the comma before the next event becomes its ``[`` and the text before it is dropped (in
+    place, or by one copy of the text kept when CPython shrinks the buffer).
     """
     enough = min(_FIRST_CHUNK, chunks.PIECE_BYTES) // 2  # the first piece: small and early
     for text in itertools.chain([b""], texts):  # the text read with the head comes first
