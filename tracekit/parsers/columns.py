@@ -3,6 +3,8 @@ msprof timeline JSON): typed conversion in C, with a per-value path only for odd
 
 from __future__ import annotations
 
+import keyword
+from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
@@ -15,6 +17,25 @@ def take(items: list[Any], idx: np.ndarray) -> list[Any]:
     if len(idx) == 1:
         return [items[int(idx[0])]]
     return list(itemgetter(*idx.tolist())(items)) if len(idx) else []
+
+
+_READERS: dict[str, Callable[[list[Any]], list[Any]]] = {}
+
+
+def field_values(name: str) -> Callable[[list[Any]], list[Any]]:
+    """A function returning ``[item.<name> for item in items]``.
+
+    The list comprehension is compiled once per field name, so that CPython 3.11+ specialises
+    its attribute load for the items' type: on msgspec structs about twice as fast as
+    ``list(map(operator.attrgetter(name), items))``, whose generic lookup it cannot specialise.
+    """
+    reader = _READERS.get(name)
+    if reader is None:
+        if not name.isidentifier() or keyword.iskeyword(name):
+            raise ValueError(f"not a field name: {name!r}")
+        reader = eval(f"lambda items: [item.{name} for item in items]")
+        _READERS[name] = reader
+    return reader
 
 
 def _as_float(value: Any) -> float | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -17,7 +16,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracekit.parsers.columns import take, texts
+from tracekit.parsers.columns import field_values, take, texts
 from tracekit.parsers.kineto.batch import (
     ARGS_BY_KIND,
     NCCL,
@@ -57,8 +56,8 @@ CATEGORIES: dict[str, tuple[str, str | None, bool]] = {
 }
 LEGACY_CATEGORIES = ("Kernel", "Runtime", "Operator", "Memcpy", "Memset")
 _INSTANT_SET = pa.array(KEPT_PHASES)
-_TS, _DUR, _PH, _CAT, _NAME = (attrgetter(k) for k in ("ts", "dur", "ph", "cat", "name"))
-_PID, _TID, _ARGS = (attrgetter(k) for k in ("pid", "tid", "args"))
+_TS, _DUR, _PH, _CAT, _NAME = map(field_values, ("ts", "dur", "ph", "cat", "name"))
+_PID, _TID, _ARGS = map(field_values, ("pid", "tid", "args"))
 
 
 NO_TS = "{n} {kind} events without a usable ts; dropped"
@@ -106,7 +105,7 @@ class EventColumns:
         typed = type(events[0]) is not LenientEvent
         self.typed = self.typed and typed
         # All timestamps at once, while the JSON text (for coarse floats) is still at hand.
-        ts, ts_ok = to_ns(list(map(_TS, events)), raw=raw_ts, typed=typed)
+        ts, ts_ok = to_ns(_TS(events), raw=raw_ts, typed=typed)
         for key, idx in self._grouped(events, typed).items():
             if key == SKIP_GROUP or (key == "python_function" and not self.include_python):
                 continue
@@ -116,12 +115,12 @@ class EventColumns:
     def _grouped(self, events: list[Any], typed: bool) -> dict[str, np.ndarray]:
         """Event indices per group: the category of complete events, "instant" for instant
         events, "skip" for everything else (flows, counters, metadata)."""
-        cats = list(map(_CAT, events))  # typed events: cat is the group key
+        cats = _CAT(events)  # typed events: cat is the group key
         if typed:  # str or None: polars converts them about twice as fast as pyarrow
             keys = pl.Series(cats, dtype=pl.String).to_arrow()
         else:  # ``ph`` is a decoded field
             keys = texts(cats)
-            phases = pa.array(list(map(_PH, events)), pa.string())
+            phases = pa.array(_PH(events), pa.string())
             others = pc.if_else(pc.is_in(phases, _INSTANT_SET), INSTANT_GROUP, SKIP_GROUP)
             keys = pc.if_else(pc.equal(phases, "X"), keys, others)
         encoded = pc.dictionary_encode(keys)
@@ -158,7 +157,7 @@ class EventColumns:
         if group is None:
             self._groups[key] = group = Group(kind, engine, on_device)
         n = len(events)
-        args = list(map(_ARGS, events))
+        args = _ARGS(events)
         # The args type differs by phase (Args, InstantArgs, LenientArgs); rows without args
         # read as an empty one of the piece's type.
         present = next((a for a in args if a is not None), None)
@@ -167,7 +166,7 @@ class EventColumns:
             args = [a or empty for a in args]
 
         def get(name: str) -> list[Any]:
-            return [None] * n if empty is None else list(map(attrgetter(name), args))
+            return [None] * n if empty is None else field_values(name)(args)
 
         group.ts.append(ts)
         group.add("correlation", get("correlation"))
@@ -176,13 +175,13 @@ class EventColumns:
         if on_device:
             group.add("device", get("device"))
             group.add("stream", get("stream"))
-        group.add("pid", list(map(_PID, events)))
-        group.add("tid", list(map(_TID, events)))
+        group.add("pid", _PID(events))
+        group.add("tid", _TID(events))
         if kind in ARGS_BY_KIND:
             self._collect_args(group, get, key in LEGACY_CATEGORIES, n)
-        group.add("name", list(map(_NAME, events)))
+        group.add("name", _NAME(events))
         if kind != "marker":
-            group.add("dur", list(map(_DUR, events)))
+            group.add("dur", _DUR(events))
         group.rows += n
 
     @staticmethod

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracekit.errors import TraceError
-from tracekit.parsers.columns import take
+from tracekit.parsers.columns import field_values, take
 from tracekit.parsers.msprof.times import json_us_ns
 
 F = msgspec.field
@@ -168,7 +167,7 @@ class Reader:
     @property
     def tids(self) -> Codes:
         if self._tids is None:
-            self._tids = distinct(list(map(attrgetter("tid"), self.events)))
+            self._tids = distinct(field_values("tid")(self.events))
         return self._tids
 
     def pick(self, idx: np.ndarray) -> list[Any]:
@@ -183,13 +182,13 @@ class Reader:
         column = self.pids if key == "pid" else self.tids
         if column.exact:
             return ints(column.values).take(column.codes[idx])
-        return ints(list(map(attrgetter(key), self.pick(idx))))
+        return ints(field_values(key)(self.pick(idx)))
 
     def base(self, events: list[Any], site: str) -> dict[str, Any]:
         """ts/dur (epoch or monotonic ns, as written) of X events, and the rows with a usable
         ts (the others are counted in a warning)."""
-        ts, ok = json_us_ns(list(map(attrgetter("ts"), events)))
-        dur, dur_ok = json_us_ns(list(map(attrgetter("dur"), events)))
+        ts, ok = json_us_ns(field_values("ts")(events))
+        dur, dur_ok = json_us_ns(field_values("dur")(events))
         dur = np.where(dur_ok & (dur > 0), dur, 0)
         bad = int((~ok).sum())
         if bad:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import mmap
 import re
 from dataclasses import dataclass, field
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracekit.parsers.columns import take, texts
+from tracekit.parsers.columns import field_values, take, texts
 from tracekit.parsers.kineto.decode import gzipped, read_bytes
 from tracekit.parsers.msprof.trace_decode import (
     Codes,
@@ -102,9 +101,9 @@ class Scan:
 
 def scan(events: list[Any]) -> Scan:
     """Read the phase, category and pid of a slice's events; collect its metadata."""
-    ph = texts(list(map(attrgetter("ph"), events)))
-    cat = texts(list(map(attrgetter("cat"), events)))
-    pids = distinct(list(map(attrgetter("pid"), events)))
+    ph = texts(field_values("ph")(events))
+    cat = texts(field_values("cat")(events))
+    pids = distinct(field_values("pid")(events))
     meta = [
         (e.name, e.pid, e.tid, *((e.args.name, e.args.labels) if e.args else (None, None)))
         for e in take(events, where(pc.equal(ph, "M")))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -18,7 +17,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracekit.parsers.columns import floats, take, texts
+from tracekit.parsers.columns import field_values, floats, take, texts
 from tracekit.parsers.msprof.times import json_us_ns
 from tracekit.parsers.msprof.trace_decode import Args, Reader, as_int, frame, ints, mask, where
 
@@ -60,8 +59,8 @@ def build(reader: Reader, role: np.ndarray, include_python: bool) -> Part:
 
 
 def _field(items: list[Any], name: str) -> list[Any]:
-    """The attribute ``name`` of every item (read in C)."""
-    return list(map(attrgetter(name), items))
+    """The attribute ``name`` of every item."""
+    return field_values(name)(items)
 
 
 def _hardware(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
