@@ -43,6 +43,8 @@ _NONE = type(None)
 def _ints(values: list[Any], typed: bool = False) -> pa.Array:
     """Integers where the values are integers (or integral text); null elsewhere.
     ``typed``: the values come from the typed decoder (see :func:`typed_ints`)."""
+    if values and values[0] is None and values.count(None) == len(values):
+        return pa.nulls(len(values), pa.int64())  # e.g. no host op has a correlation id
     ints = typed_ints(values) if typed else None
     if ints is not None:
         return ints
