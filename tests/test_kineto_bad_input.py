@@ -111,6 +111,28 @@ def test_bare_event_list_and_unknown_categories(tmp_path: Path) -> None:
     assert tl.meta["warnings"] == ["unknown categories read as host ranges: my_custom (1)"]
 
 
+def test_missing_and_unknown_categories_typed_and_lenient(tmp_path: Path) -> None:
+    def host(i: int, cat: object) -> dict:
+        event = {"ph": "X", "name": f"h{i}", "pid": 1, "tid": 1, "ts": 100 + i, "dur": 1}
+        return event if cat is None else {**event, "cat": cat}
+
+    mark = {"ph": "i", "name": "mark", "pid": 1, "tid": 1, "ts": 50, "s": "t"}
+    flow = {"ph": "f", "cat": "ac2g", "id": 1, "pid": 0, "tid": 7, "ts": 0, "bp": "e"}
+    events = [_kernel(0, 5), host(1, None), host(2, "zeta"), host(3, "alpha"), host(4, "zeta"),
+              mark, flow]  # fmt: skip
+    typed = tracekit.load(_write(tmp_path / "typed.json", events))
+    lenient_events = [*events, host(5, 7)]  # a number as category: only the lenient decoder
+    lenient = tracekit.load(_write(tmp_path / "lenient.json", lenient_events))
+    cases = [(typed, 4, "zeta (2), <none> (1), alpha (1)"),
+             (lenient, 5, "zeta (2), 7 (1), <none> (1), alpha (1)")]  # fmt: skip
+    for tl, ranges, listing in cases:
+        kinds = dict(tl.df.group_by(pl.col("kind").cast(pl.String)).len().rows())
+        assert kinds == {"kernel": 1, "range": ranges, "marker": 1}
+        assert tl.meta["warnings"][-1] == f"unknown categories read as host ranges: {listing}"
+    ranges = lenient.df.filter(pl.col("kind") == "range").sort("ts")
+    assert ranges["name"].cast(pl.String).to_list() == ["h1", "h2", "h3", "h4", "h5"]
+
+
 def test_unexpected_arg_types_are_read_leniently(tmp_path: Path) -> None:
     event = _kernel(0, 5)
     event["args"]["grid"] = {"x": 1}

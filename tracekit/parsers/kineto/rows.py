@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -78,6 +77,23 @@ def render_warnings(repairs: Counter[tuple[str, str]], unknown: Counter[str]) ->
     return lines
 
 
+def _codes(events: list[Any], typed: bool) -> tuple[list[str | None], np.ndarray]:
+    """The distinct group keys of ``events`` and each event's position among them."""
+    cats = _CAT(events)  # typed events: cat is the group key (str or None)
+    if typed:  # a dict of the few distinct strings beats any conversion of all of them
+        values = list(dict.fromkeys(cats))
+        code_of = {value: code for code, value in enumerate(values)}
+        dtype = np.int16 if len(values) < 2**15 else np.int32
+        return values, np.fromiter(map(code_of.__getitem__, cats), dtype, len(cats))
+    keys = texts(cats)  # lenient events: ``ph`` is a decoded field, ``cat`` may be any value
+    phases = pa.array(_PH(events), pa.string())
+    others = pc.if_else(pc.is_in(phases, _INSTANT_SET), INSTANT_GROUP, SKIP_GROUP)
+    encoded = pc.dictionary_encode(pc.if_else(pc.equal(phases, "X"), keys, others))
+    values = [*encoded.dictionary.to_pylist(), None]
+    codes = encoded.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False)
+    return values, codes.astype(np.int16 if len(values) < 2**15 else np.int32)
+
+
 class EventColumns:
     """Collects the values of decoded events piece by piece (:meth:`add`), one
     :class:`Group` per category, and hands them over as a :class:`Batch` (:meth:`take_batch`).
@@ -115,23 +131,12 @@ class EventColumns:
     def _grouped(self, events: list[Any], typed: bool) -> dict[str, np.ndarray]:
         """Event indices per group: the category of complete events, "instant" for instant
         events, "skip" for everything else (flows, counters, metadata)."""
-        cats = _CAT(events)  # typed events: cat is the group key
-        if typed:  # str or None: polars converts them about twice as fast as pyarrow
-            keys = pl.Series(cats, dtype=pl.String).to_arrow()
-        else:  # ``ph`` is a decoded field
-            keys = texts(cats)
-            phases = pa.array(_PH(events), pa.string())
-            others = pc.if_else(pc.is_in(phases, _INSTANT_SET), INSTANT_GROUP, SKIP_GROUP)
-            keys = pc.if_else(pc.equal(phases, "X"), keys, others)
-        encoded = pc.dictionary_encode(keys)
-        codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
-        if len(encoded.dictionary) < 2**15:  # a stable sort of 16-bit keys is a radix sort
-            codes = codes.astype(np.int16)
-        order = np.argsort(codes, kind="stable")
-        bounds = np.searchsorted(codes[order], np.arange(-1, len(encoded.dictionary) + 1))
+        values, codes = _codes(events, typed)
+        order = np.argsort(codes, kind="stable")  # 16-bit keys: numpy sorts them by radix
+        bounds = np.searchsorted(codes[order], np.arange(len(values) + 1))
         groups: dict[str, np.ndarray] = {}
-        for code, value in enumerate([None, *encoded.dictionary.to_pylist()], start=-1):
-            idx = order[bounds[code + 1] : bounds[code + 2]]
+        for code, value in enumerate(values):
+            idx = order[bounds[code] : bounds[code + 1]]
             if not len(idx):
                 continue
             key = value if value in CATEGORIES or value in (INSTANT_GROUP, SKIP_GROUP) else "?"
