@@ -61,10 +61,9 @@ class TableBuilder:
         """The table of every piece added, with the repairs, unknown categories and warnings."""
         if self.columns.rows or not self.tables:
             self.tables.append(to_table(self.columns))
-        tables = [t for t in self.tables if t.num_rows] or self.tables[:1]
-        table = pa.concat_tables(tables).unify_dictionaries() if len(tables) > 1 else tables[0]
         warnings = list(dict.fromkeys(self.warnings))
-        return SliceResult(table, self.columns.repairs, self.columns.unknown, warnings)
+        return SliceResult(_concat(self.tables), self.columns.repairs, self.columns.unknown,
+                           warnings)  # fmt: skip
 
 
 def piece_table(data: bytes | bytearray, piece: Slice, **options: Any) -> SliceResult:
@@ -96,9 +95,17 @@ def merge(results: list[SliceResult]) -> SliceResult:
         repairs.update(result.repairs)
         unknown.update(result.unknown)
         warnings.extend(w for w in result.warnings if w not in warnings)
-    tables = [r.table for r in results if r.table.num_rows]
-    table = pa.concat_tables(tables).unify_dictionaries() if tables else results[0].table
+    table = _concat([r.table for r in results])
     return SliceResult(table, repairs, unknown, warnings)
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    """The tables with rows, one after another with one dictionary per column; the first
+    table when none has rows."""
+    full = [table for table in tables if table.num_rows]
+    if len(full) > 1:
+        return pa.concat_tables(full).unify_dictionaries()
+    return full[0] if full else tables[0]
 
 
 def warning_lines(result: SliceResult) -> list[str]:
