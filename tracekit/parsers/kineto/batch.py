@@ -77,7 +77,7 @@ def _as_int(value: Any) -> int | None:
     return None
 
 
-_LIST_OR_NONE = {list, type(None)}
+_LIST_OR_NONE = {list, _NONE}
 _JSON_LIST_OR_NULL = re.compile(rb"\[[^\[\]]*\]|null")
 
 
@@ -240,6 +240,8 @@ class Batch:
         for key in ARGS_BY_KIND[group.kind]:
             if key not in group.values:  # no piece had this key
                 continue
+            if key in NCCL[1:] and "collective" not in kept:
+                continue  # NCCL details only on rows with a collective name
             values = group.column(key)
             if key in _RAW_KEYS:
                 array = _json_texts(values)
@@ -249,9 +251,8 @@ class Batch:
                 array = floats(values)
             else:
                 array = self._ints(values)
-            if key in NCCL[1:]:  # NCCL details only on rows with a collective name
-                collective = kept.get("collective")
-                valid = pa.repeat(False, n) if collective is None else collective.is_valid()
+            if key in NCCL[1:]:
+                valid = kept["collective"].is_valid()
                 array = pc.if_else(valid, array, pa.scalar(None, array.type))
             if array.null_count < n:
                 kept[key] = array

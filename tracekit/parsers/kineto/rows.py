@@ -83,15 +83,14 @@ def _codes(events: list[Any], typed: bool) -> tuple[list[str | None], np.ndarray
     if typed:  # a dict of the few distinct strings beats any conversion of all of them
         values = list(dict.fromkeys(cats))
         code_of = {value: code for code, value in enumerate(values)}
-        dtype = np.int16 if len(values) < 2**15 else np.int32
-        return values, np.fromiter(map(code_of.__getitem__, cats), dtype, len(cats))
+        return values, np.fromiter(map(code_of.__getitem__, cats), np.int32, len(cats))
     keys = texts(cats)  # lenient events: ``ph`` is a decoded field, ``cat`` may be any value
     phases = pa.array(_PH(events), pa.string())
     others = pc.if_else(pc.is_in(phases, _INSTANT_SET), INSTANT_GROUP, SKIP_GROUP)
     encoded = pc.dictionary_encode(pc.if_else(pc.equal(phases, "X"), keys, others))
     values = [*encoded.dictionary.to_pylist(), None]
     codes = encoded.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False)
-    return values, codes.astype(np.int16 if len(values) < 2**15 else np.int32)
+    return values, codes
 
 
 class EventColumns:
@@ -132,7 +131,9 @@ class EventColumns:
         """Event indices per group: the category of complete events, "instant" for instant
         events, "skip" for everything else (flows, counters, metadata)."""
         values, codes = _codes(events, typed)
-        order = np.argsort(codes, kind="stable")  # 16-bit keys: numpy sorts them by radix
+        if len(values) < 2**15:  # a stable sort of 16-bit keys is a radix sort
+            codes = codes.astype(np.int16)
+        order = np.argsort(codes, kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(len(values) + 1))
         groups: dict[str, np.ndarray] = {}
         for code, value in enumerate(values):
@@ -192,9 +193,9 @@ class EventColumns:
     @staticmethod
     def _collect_args(group: Group, get: Callable[[str], list[Any]], legacy: bool,
                       n: int) -> None:  # fmt: skip
-        collective: list[Any] = []
+        collectives = False  # "collective" comes before the NCCL details in ARGS_BY_KIND
         for key in ARGS_BY_KIND[group.kind]:
-            if key in NCCL[1:] and collective.count(None) == n:
+            if key in NCCL[1:] and not collectives:
                 continue  # NCCL details are kept only on rows with a collective name
             values = get(key)
             if key == "external_id" and legacy:  # 2021 traces: "external id" on most rows
@@ -202,7 +203,7 @@ class EventColumns:
                     v if v is not None else w for v, w in zip(values, get("external_id_legacy"))
                 ]
             if key == "collective":
-                collective = values
+                collectives = values.count(None) < n
             group.add(key, values)
 
     def take_batch(self) -> Batch:
