@@ -38,6 +38,10 @@ peak of the process that started it, here this benchmark after it read the trace
 largest ``ru_maxrss`` of its children (``RUSAGE_CHILDREN``): an upper bound of their combined
 memory, so that a loader using worker processes is not favoured; it includes the
 interpreter and the imported libraries.
+
+Each run also times a fixed pure-Python loop (300k additions) just before the load, the
+"CPU probe": on a shared or frequency-scaled machine the same code can run at very different
+speeds from one second to the next, and the probe shows which speed a run got.
 """
 
 from __future__ import annotations
@@ -78,6 +82,13 @@ def peak_kib():
             return next(int(l.split()[1]) for l in fh if l.startswith("VmHWM:"))
     except (OSError, StopIteration):
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def cpu_probe_ms():
+    # The same fixed pure-Python work in every run: how fast the CPU is right now.
+    start = time.perf_counter()
+    total = 0
+    for i in range(300_000):
+        total += i
+    return (time.perf_counter() - start) * 1e3
 """
 
 TRACEKIT_SNIPPET = (
@@ -90,13 +101,15 @@ try:
     tracekit.parsers.registry()
 except Exception:
     pass
+probe = cpu_probe_ms()
 t1 = time.perf_counter()
 timeline = tracekit.load(sys.argv[1])
 t2 = time.perf_counter()
 rows = len(timeline)
 print(json.dumps({
-    "import_s": t1 - t0,
+    "import_s": t1 - t0 - probe / 1e3,
     "load_s": t2 - t1,
+    "probe_ms": probe,
     "rows": rows,
     "rss_self_kib": peak_kib(),
     "rss_children_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
@@ -109,14 +122,16 @@ HTA_SNIPPET = (
     + """
 t0 = time.perf_counter()
 from hta.trace_analysis import TraceAnalysis
+probe = cpu_probe_ms()
 t1 = time.perf_counter()
 analysis = TraceAnalysis(trace_dir=sys.argv[1])
 t2 = time.perf_counter()
 ranks = analysis.t.get_ranks()
 rows = sum(len(analysis.t.get_trace(rank)) for rank in ranks)
 print(json.dumps({
-    "import_s": t1 - t0,
+    "import_s": t1 - t0 - probe / 1e3,
     "load_s": t2 - t1,
+    "probe_ms": probe,
     "rows": rows,
     "ranks": ranks,
     "rss_self_kib": peak_kib(),
@@ -373,7 +388,7 @@ def measure(
                 print(
                     f"  run {i + 1}/{repeat} {result.loader:<8} load {run['load_s']:7.2f} s"
                     f"  import {run['import_s']:5.2f} s  rows {run['rows']:>10,}"
-                    f"  peak RSS {rss:7,.0f} MB"
+                    f"  peak RSS {rss:7,.0f} MB  CPU probe {run['probe_ms']:5.1f} ms"
                 )
     return ours, theirs
 
@@ -416,10 +431,21 @@ def print_table(rows: list[tuple[str, int, Result, Result]]) -> list[str]:
                 f"{label}: peak RSS below HTA's: {_ok(rss < 1)}"
                 f" ({ours.rss_mb:,.0f} vs {theirs.rss_mb:,.0f} MB)"
             )
+        probes = [
+            f"{res.loader} {_spread([run['probe_ms'] for run in res.runs])}"
+            for res in (ours, theirs)
+            if res.ok
+        ]
+        if probes:
+            print(f"{'':<26} {'':>10} {'CPU probe':<9} ms, median (min-max): {', '.join(probes)}")
         if ours.ok:
             rate = events / ours.seconds
             verdicts.append(f"{label}: >= 500k events/s: {_ok(rate >= 500_000)} ({rate:,.0f})")
     return verdicts
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
 
 
 def _ok(flag: bool) -> str:
