@@ -40,8 +40,9 @@ memory, so that a loader using worker processes is not favoured; it includes the
 interpreter and the imported libraries.
 
 Each run also times a fixed pure-Python loop (300k additions) just before the load, the
-"CPU probe": on a shared or frequency-scaled machine the same code can run at very different
-speeds from one second to the next, and the probe shows which speed a run got.
+"CPU probe". On a shared or frequency-scaled machine the same code runs at different speeds
+from one second to the next; the probes' spread shows how much the machine varied during the
+benchmark. A probe is a snapshot taken before its load, not the speed that load got.
 """
 
 from __future__ import annotations
