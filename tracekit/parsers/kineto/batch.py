@@ -222,12 +222,7 @@ class Batch:
             columns["tid"] = self._ints(column("tid"))
         if kind in ARGS_BY_KIND:
             columns["args"] = self._args(group, n)
-        names = column("name")
-        try:
-            name_array = pa.array(names, pa.string())
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
-            name_array = texts(names)
-        name = pool.from_strings(name_array)
+        name = pool.from_strings(texts(column("name")))
         ts = np.concatenate(group.ts) if len(group.ts) > 1 else group.ts[0]
         if kind == "marker":
             durations = np.zeros(n, dtype=np.int64)
