@@ -66,7 +66,7 @@ def test_ai_cpu_tasks_are_fallbacks() -> None:
     analysis = tracekit.analyze(tracekit.load(run))
     ai_cpu = analysis.work.filter(pl.col("engine").cast(pl.String) == "ai_cpu")
     assert ai_cpu.height == 20 and ai_cpu["is_fallback"].all()
-    assert analysis.steps.detail.startswith("device ranges") and len(analysis.steps) == 10
+    assert "device ranges" in analysis.steps.detail and len(analysis.steps) == 10
     found = [f for f in analysis.findings if f.rule == "fallback"]
     in_steps = ai_cpu.filter(pl.col("step").is_not_null())
     assert sum(f.metrics["fallback_count"] for f in found) == in_steps.height

@@ -9,11 +9,12 @@ from typing import Any
 
 import polars as pl
 
-from tracekit.metrics import MIN_BUBBLE_NS, clipped, step_metrics
+from tracekit.metrics import MIN_BUBBLE_NS, clipped, phase_summary, step_metrics
 from tracekit.rules.base import Context, Finding
 from tracekit.rules.overlap import pair_overlap, stream_busy
 from tracekit.rules.registry import select
-from tracekit.steps import Steps, assign, find_steps, windows
+from tracekit.steps import Steps, assign, find_steps, infer_phases, review, windows
+from tracekit.steps.placement import host_lead, placement_counts
 from tracekit.taxonomy import classify, load_patterns, vendor_of
 from tracekit.timeline import Timeline
 
@@ -38,6 +39,23 @@ class Analysis:
     rules: list[str] = field(default_factory=list)
 
     @cached_property
+    def placement(self) -> dict[str, int]:
+        """How many device rows were placed in steps each way (``launch``, ``export``,
+        ``device_window``, ``device_time``, ``host_time``, ``none``)."""
+        return placement_counts(self.work)
+
+    @property
+    def low_confidence(self) -> str | None:
+        """One line saying that the steps may be wrong, or None when they are trusted."""
+        if self.steps.confidence not in ("low", "none"):
+            return None
+        why = self.steps.warnings[0] if self.steps.warnings else self.steps.detail
+        return (
+            f"low confidence: steps found by {self.steps.method} ({why}); per-step numbers may"
+            " be wrong, pass --step-marker REGEX if the trace marks its steps"
+        )
+
+    @cached_property
     def stream_busy(self) -> pl.DataFrame:
         """Busy ns per (rank, device, step, stream)."""
         return stream_busy(self.in_windows)
@@ -51,16 +69,40 @@ class Analysis:
         """JSON-ready: how steps were found, the metrics rows and the findings."""
         return {
             "source": self.timeline.meta.get("source"),
-            "steps": {
-                "method": self.steps.method,
-                "confidence": self.steps.confidence,
-                "detail": self.steps.detail,
-                "count": len(self.steps),
-            },
+            "low_confidence": self.low_confidence,
+            "steps": steps_summary(self.steps, self.placement),
+            "phases": phase_summary(self.step_metrics),
             "rules": self.rules,
             "step_metrics": self.step_metrics.to_dicts(),
             "findings": [f.to_dict() for f in self.findings],
         }
+
+
+def steps_summary(steps: Steps, placement: dict[str, int]) -> dict[str, Any]:
+    """How steps were found, JSON-ready: method, confidence, detail, count, phases (steps per
+    phase, ``unknown`` for none), where phases came from, warnings and row placement."""
+    phases = steps.ranges["phase"].fill_null("unknown").value_counts(sort=True)
+    return {
+        "method": steps.method,
+        "confidence": steps.confidence,
+        "detail": steps.detail,
+        "count": len(steps),
+        "phases": {str(p): int(n) for p, n in phases.iter_rows()},
+        "phase_method": steps.phase_method,
+        "warnings": list(steps.warnings),
+        "placement": placement,
+    }
+
+
+def _kernel_phases(steps: Steps, work: pl.DataFrame) -> None:
+    """Fill the steps' missing phases from their attention kernels (they replace the period
+    method's premise that every period is a decode step)."""
+    premise = steps.phase_method == "period"
+    ranges, changed = infer_phases(steps.ranges, work, override=premise)
+    if changed:
+        steps.ranges = ranges
+        steps.phase_method = "kernels" if steps.phase_method is None else (
+            f"{steps.phase_method}, kernels")  # fmt: skip
 
 
 def analyze(
@@ -82,9 +124,11 @@ def analyze(
     rows = classify(timeline.df, vendor_of(timeline.meta), load_patterns(patterns))
     steps = find_steps(rows, step_marker)
     work = assign(rows, steps)
+    _kernel_phases(steps, work)
+    steps = review(steps, work, host_lead(rows, work))
     wins = windows(work)
     in_windows = clipped(work, wins)
-    metrics = step_metrics(work, wins, min_bubble_ns, in_windows)
+    metrics = step_metrics(work, wins, min_bubble_ns, in_windows, steps.ranges)
     ctx = Context(rows, work, in_windows, wins, metrics, steps, timeline.meta)
     findings = [finding for rule in chosen for finding in rule.run(ctx)]
     order = {"error": 0, "warning": 1, "info": 2}

@@ -20,8 +20,11 @@ METRIC_COLUMNS = (
     "rank",
     "device",
     "step",
+    "phase",
+    "tokens",
     "start",
     "dur",
+    "ns_per_token",
     "busy_ns",
     "idle_ns",
     "compute_ns",
@@ -71,10 +74,12 @@ def step_metrics(
     windows: pl.DataFrame,
     min_bubble_ns: int = MIN_BUBBLE_NS,
     in_windows: pl.DataFrame | None = None,
+    ranges: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The metrics table (columns :data:`METRIC_COLUMNS`) from classified, assigned work rows
     (``tracekit.steps.assign`` after ``tracekit.taxonomy.classify``) and their windows;
-    ``in_windows`` is ``clipped(work, windows)`` when the caller already has it."""
+    ``in_windows`` is ``clipped(work, windows)`` when the caller already has it; ``ranges``
+    (the steps' ``rank, step, phase, tokens``) gives each step its phase and tokens."""
     rows = clipped(work, windows) if in_windows is None else in_windows
     comm = rows.filter(pl.col("is_comm"))
     compute = rows.filter(IS_COMPUTE)
@@ -108,8 +113,14 @@ def step_metrics(
     out = windows.select(*KEY, "start", "dur")
     for part in parts:
         out = out.join(part, on=KEY, how="left")
+    if ranges is not None:
+        phases = ranges.select("rank", "step", "phase", "tokens")
+        out = out.join(phases, on=["rank", "step"], how="left")
     zero = [c for c in out.columns if c.endswith("_ns") or c == "bubble_count"]
     out = out.with_columns(pl.col(zero).fill_null(0).cast(pl.Int64))
+    for name, dtype in (("phase", pl.String), ("tokens", pl.Int64)):
+        if name not in out.columns:
+            out = out.with_columns(pl.lit(None, dtype).alias(name))
     out = out.with_columns(
         idle_ns=pl.col("dur") - pl.col("busy_ns"),
         comm_overlap_ratio=pl.when(pl.col("comm_ns") > 0).then(
@@ -118,5 +129,41 @@ def step_metrics(
         fallback_share=pl.when(pl.col("_compute_sum") > 0).then(
             pl.col("fallback_ns") / pl.col("_compute_sum")
         ),
+        ns_per_token=pl.when(pl.col("tokens") > 0).then(pl.col("dur") / pl.col("tokens")),
     )
     return out.select(METRIC_COLUMNS).sort(KEY)
+
+
+def phase_summary(metrics: pl.DataFrame) -> list[dict[str, object]]:
+    """Per phase (``decode`` first, ``unknown`` for steps with none): how many step rows,
+    their median / p90 duration, the tokens they processed and the median ns per token, so
+    that a decode-step median never mixes prefill steps in."""
+    if not metrics.height:
+        return []
+    order = {"decode": 0, "mixed": 1, "prefill": 2, "unknown": 3}
+    rows = (
+        metrics.with_columns(phase=pl.col("phase").fill_null("unknown"))
+        .group_by("phase")
+        .agg(
+            steps=pl.len(),
+            median_ns=pl.col("dur").median(),
+            p90_ns=pl.col("dur").quantile(0.9, "linear"),
+            tokens=pl.col("tokens").sum(),
+            ns_per_token=pl.col("ns_per_token").median(),
+        )
+        .to_dicts()
+    )
+    for row in rows:
+        if row["tokens"] == 0 and row["ns_per_token"] is None:
+            row["tokens"] = None
+    return sorted(rows, key=lambda r: order.get(str(r["phase"]), 9))
+
+
+def primary_phase(metrics: pl.DataFrame) -> pl.DataFrame:
+    """The step rows a "step time" figure should use: the decode steps when there are any,
+    else the steps of unknown phase, else all."""
+    for wanted in ("decode", None):
+        rows = metrics.filter(pl.col("phase") == wanted if wanted else pl.col("phase").is_null())
+        if rows.height:
+            return rows
+    return metrics

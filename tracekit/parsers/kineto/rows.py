@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tracekit.engine_frames import STEP_FUNCTIONS
 from tracekit.parsers.columns import field_values, take, texts
 from tracekit.parsers.kineto.batch import (
     ARGS_BY_KIND,
@@ -93,6 +94,15 @@ def _codes(events: list[Any], typed: bool) -> tuple[list[str | None], np.ndarray
     return values, codes
 
 
+def _step_functions(events: list[Any], idx: np.ndarray) -> np.ndarray:
+    """The Python frames among ``events[idx]`` that are a serving engine's step function
+    (``…/gpu_model_runner.py(3380): execute_model``): kept as step markers even when the
+    other Python rows are dropped."""
+    names = pa.array(_NAME(take(events, idx)), pa.string())
+    keep = pc.match_substring_regex(names, STEP_FUNCTIONS).fill_null(False)
+    return idx[keep.to_numpy(zero_copy_only=False)]
+
+
 class EventColumns:
     """Collects the values of decoded events piece by piece (:meth:`add`), one
     :class:`Group` per category, and hands them over as a :class:`Batch` (:meth:`take_batch`).
@@ -122,7 +132,9 @@ class EventColumns:
         # All timestamps at once, while the JSON text (for coarse floats) is still at hand.
         ts, ts_ok = to_ns(_TS(events), raw=raw_ts, typed=typed)
         for key, idx in self._grouped(events, typed).items():
-            if key == SKIP_GROUP or (key == "python_function" and not self.include_python):
+            if key == "python_function" and not self.include_python:
+                idx = _step_functions(events, idx)
+            if key == SKIP_GROUP or not len(idx):
                 continue
             self._collect(key, take(events, idx), ts[idx], ts_ok[idx])
         self.rows += len(events)

@@ -1,0 +1,81 @@
+"""A second look at the steps found: lower the confidence, with a warning, where the result
+looks wrong (one window holding most of the device time, rows placed by host time only,
+most device time outside every step)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from tracekit.steps.model import CONFIDENCES, Steps
+from tracekit.steps.period import PRE_LABEL
+
+GIANT_SHARE = 0.5  # with at least GIANT_STEPS steps, no step should hold more device time
+GIANT_STEPS = 4
+HOST_TIME_LOW = 0.10  # share of device time placed by host time only: low confidence ...
+HOST_TIME_MEDIUM = 0.01  # ... or at most medium
+OUTSIDE_SHARE = 0.5
+
+
+def _cap(steps: Steps, level: str) -> None:
+    if CONFIDENCES.index(steps.confidence) < CONFIDENCES.index(level):
+        steps.confidence = level
+
+
+def review(steps: Steps, work: pl.DataFrame, lead_ns: int | None = None) -> Steps:
+    """``steps`` with its confidence lowered and warnings added where ``work`` (device rows
+    with their ``step`` and ``placed``, from :func:`~tracekit.steps.assign`) shows a problem;
+    ``lead_ns`` is how far the host runs ahead of the device (``placement.host_lead``): rows
+    placed by host time are at risk of landing a step late only when it is a good part of a
+    step."""
+    total = int(work["dur"].sum() or 0)
+    if total <= 0 or steps.method == "whole":
+        return steps
+    labels = steps.ranges.select("rank", "step", "label")
+    per = (
+        work.filter(pl.col("step").is_not_null())
+        .group_by("rank", "step")
+        .agg(ns=pl.col("dur").sum())
+        .join(labels, on=["rank", "step"], how="left")
+        .filter(pl.col("label").ne_missing(PRE_LABEL))
+    )
+    inside = int(per["ns"].sum() or 0)
+    if per.height >= GIANT_STEPS and inside:
+        top = per.sort("ns", descending=True).row(0, named=True)
+        share = top["ns"] / inside
+        if share > GIANT_SHARE:
+            steps.warnings.append(
+                f"step {top['step']} holds {share:.0%} of the device time in steps: the steps"
+                f" found by {steps.method} are probably wrong; pass --step-marker REGEX"
+            )
+            _cap(steps, "low")
+    # unknown lead (no launch links at all) counts as ahead: nothing says it is not
+    # with one step per rank there is no other step to land in
+    several = steps.ranges.group_by("rank").len()["len"].max() or 0
+    ahead = several > 1 and (lead_ns is None or lead_ns * 4 >= _step_ns(work))
+    if "placed" in work.columns and ahead:
+        by_host = work.filter(pl.col("placed") == "host_time")
+        if by_host.height:
+            share = int(by_host["dur"].sum()) / total
+            steps.warnings.append(
+                f"{by_host.height:,} device rows ({share:.1%} of device"
+                " time) have no launch link and lie outside every device window: placed by"
+                " the host step range their start falls in, which may be a step late"
+            )
+            if share > HOST_TIME_LOW:
+                _cap(steps, "low")
+            elif share > HOST_TIME_MEDIUM:
+                _cap(steps, "medium")
+    outside = total - int(work.filter(pl.col("step").is_not_null())["dur"].sum() or 0)
+    if outside / total > OUTSIDE_SHARE:
+        steps.warnings.append(f"{outside / total:.0%} of the device time lies outside every step")
+    return steps
+
+
+def _step_ns(work: pl.DataFrame) -> float:
+    """The median span of a step's device rows (first start to last end) per device."""
+    spans = (
+        work.filter(pl.col("step").is_not_null())
+        .group_by("rank", "device", "step")
+        .agg(ns=(pl.col("ts") + pl.col("dur")).max() - pl.col("ts").min())
+    )
+    return float(spans["ns"].median() or 0) if spans.height else 0.0

@@ -1,0 +1,62 @@
+"""Idle-gap splitting: device bursts separated by long idle gaps, each a step.
+
+Only right where the bursts are real (a benchmark that sleeps between requests, one step per
+burst); the finder warns when the split leaves one window holding most of the device time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from tracekit.intervals import merge
+from tracekit.steps.model import WORK_KINDS, empty_ranges, kind_is, numbered
+
+MIN_GAP_NS = 20_000  # the smallest idle gap the gaps method takes for a step boundary
+
+
+def cut_size(gaps: np.ndarray, floor: int) -> int:
+    """The idle gap from which on a gap separates steps: Otsu's split of the log sizes of the
+    gaps of at least ``floor`` ns into a between-step and a within-step class, so that one
+    outlier (a warm-up kernel long before the loop) does not hide the regular step gaps."""
+    big = np.sort(gaps[gaps >= floor]).astype(np.float64)
+    if big.size < 3:
+        return floor
+    logs = np.log(big)
+    n, split = logs.size, np.arange(1, logs.size)
+    below = np.cumsum(logs)[:-1]
+    low, high = below / split, (logs.sum() - below) / (n - split)
+    score = (split / n) * (1 - split / n) * (high - low) ** 2
+    best = int(np.argmax(score))
+    if high[best] - low[best] < np.log(2):  # one class: every gap above the floor is a cut
+        return floor
+    return int(big[best + 1])
+
+
+def by_gaps(df: pl.DataFrame, min_gap_ns: int = MIN_GAP_NS) -> pl.DataFrame:
+    """Device-time ranges of the bursts of every rank; empty when no rank has two."""
+    work = df.filter(kind_is(*WORK_KINDS))
+    if work.height == 0:
+        return empty_ranges()
+    busy = merge(work.with_columns(pl.col("rank").fill_null(0).cast(pl.Int32)), ["rank"])
+    gap = pl.col("start") - pl.col("end").shift(1).over("rank")
+    busy = busy.with_columns(gap=gap)
+    cuts = pl.DataFrame(
+        [(rank, cut_size(group["gap"].drop_nulls().to_numpy(), min_gap_ns))
+         for (rank,), group in busy.group_by("rank")],
+        schema={"rank": pl.Int32, "cut": pl.Int64}, orient="row",
+    )  # fmt: skip
+    bursts = busy.join(cuts, on="rank").with_columns(
+        new=pl.col("gap").is_null() | (pl.col("gap") >= pl.col("cut"))
+    )
+    bursts = bursts.with_columns(burst=pl.col("new").cum_sum().over("rank"))
+    ranges = bursts.group_by("rank", "burst").agg(
+        start=pl.col("start").min(), end=pl.col("end").max()
+    )
+    if ranges.group_by("rank").len()["len"].max() < 2:
+        return empty_ranges()
+    ranges = ranges.sort("rank", "start").with_columns(
+        end=pl.col("start").shift(-1).over("rank").fill_null(pl.col("end")),
+        label=pl.format("burst {}", pl.col("burst")),
+    )
+    return numbered(ranges)

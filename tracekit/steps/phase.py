@@ -1,0 +1,84 @@
+"""Step phases from the attention kernels, where the step markers encode none.
+
+Some attention kernels run only when a batch decodes (paged and split-KV decode kernels),
+some only when it prefills (context / extend / ragged prefill kernels); many serve both and
+say nothing. The table is ``tracekit/data/attention_phases.toml``. Per step: decode evidence
+only is ``decode``, prefill evidence only ``prefill``, both ``mixed``; weak decode evidence
+(GEMV, split-KV combine) counts only without prefill evidence.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import cache
+from importlib import resources
+
+import polars as pl
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+EVIDENCE = ("decode", "weak_decode", "prefill", "mixed")
+
+
+@cache
+def phase_patterns() -> dict[str, str]:
+    """Evidence class -> one regex (the table's entries joined)."""
+    text = resources.files("tracekit.data").joinpath("attention_phases.toml").read_text("utf-8")
+    table = tomllib.loads(text)
+    return {key: "|".join(f"(?:{e['match']})" for e in table.get(key, [])) for key in EVIDENCE}
+
+
+def phase_evidence(names: pl.Series) -> pl.DataFrame:
+    """Per distinct name: ``name`` and one boolean column per evidence class."""
+    distinct = pl.DataFrame({"name": names.cast(pl.String).unique().drop_nulls()})
+    return distinct.with_columns(
+        pl.col("name").str.contains(pattern).alias(key)
+        for key, pattern in phase_patterns().items()
+        if pattern
+    )
+
+
+def kernel_phases(work: pl.DataFrame) -> pl.DataFrame:
+    """``rank, step, phase`` for the steps whose attention kernels betray their phase."""
+    rows = work.filter(pl.col("step").is_not_null()).select(
+        "rank", "step", name=pl.col("name").cast(pl.String)
+    )
+    evidence = phase_evidence(rows["name"])
+    keys = [k for k in EVIDENCE if k in evidence.columns]
+    if not keys:
+        return pl.DataFrame(schema={"rank": pl.Int32, "step": pl.Int64, "phase": pl.String})
+    evidence = evidence.filter(pl.any_horizontal(keys))
+    per = (
+        rows.unique()
+        .join(evidence, on="name", how="inner")
+        .group_by("rank", "step")
+        .agg(pl.col(k).any() for k in keys)
+    )
+    for key in EVIDENCE:
+        if key not in per.columns:
+            per = per.with_columns(pl.lit(False).alias(key))
+    phase = (
+        pl.when(pl.col("mixed") | (pl.col("decode") & pl.col("prefill")))
+        .then(pl.lit("mixed"))
+        .when(pl.col("prefill"))
+        .then(pl.lit("prefill"))
+        .when(pl.col("decode") | pl.col("weak_decode"))
+        .then(pl.lit("decode"))
+    )
+    return per.select("rank", "step", phase=phase).drop_nulls("phase")
+
+
+def infer_phases(steps_ranges: pl.DataFrame, work: pl.DataFrame,
+                 override: bool) -> tuple[pl.DataFrame, int]:  # fmt: skip
+    """``steps_ranges`` with phases from the kernels filled in where missing (and, with
+    ``override``, replacing a premise such as the period method's), and how many changed."""
+    found = kernel_phases(work)
+    if not found.height:
+        return steps_ranges, 0
+    joined = steps_ranges.join(found.rename({"phase": "_k"}), on=["rank", "step"], how="left")
+    new = pl.coalesce("_k", "phase") if override else pl.coalesce("phase", "_k")
+    changed = int(joined.select((new.ne_missing(pl.col("phase"))).sum()).item())
+    return joined.with_columns(phase=new).drop("_k"), changed

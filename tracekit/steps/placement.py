@@ -1,0 +1,166 @@
+"""Device rows placed in steps, and the steps' device windows.
+
+A device row belongs to the step that launched it: the host range holding its launch call
+(joined by correlation id). A row without a launch link (Ascend HCCL tasks, some copies and
+communication rows) belongs to the step whose *device* window contains it, the windows built
+from the rows that do have links, per rank and device; where the export names the row's step
+itself (torch_npu ``Step Id``), that step. The host range its start falls in is the last
+resort: the host often runs a step or more ahead of the device, so a host range holds the
+device work of the step before. When steps are device-time ranges (device annotations,
+msprof step trace, period or gap methods without launches), rows are placed by their own
+start. :data:`PLACEMENTS` names the ways; :func:`assign` records for each row how it was placed.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from tracekit.steps.model import WORK_KINDS, Steps, kind_is
+
+PLACEMENTS = ("launch", "export", "device_window", "device_time", "host_time", "none")
+
+
+def work_rows(df: pl.DataFrame) -> pl.DataFrame:
+    """The rows that occupy a device (kernels, communication, copies, fills).
+
+    A device row without a device index (torch_npu text exports record none; some HCCL rows
+    lack it) is analysed on its rank's device when the rank's other rows name exactly one,
+    else as device 0: one process drives one device there.
+    """
+    work = df.filter(kind_is(*WORK_KINDS))
+    dev = pl.col("device")
+    only = pl.when(dev.min().over("rank") == dev.max().over("rank")).then(dev.max().over("rank"))
+    return work.with_columns(dev.fill_null(only).fill_null(0)).filter(dev >= 0)
+
+
+def step_at(rows: pl.DataFrame, at: str, starts: pl.DataFrame, by: list[str],
+            ends: bool) -> pl.Series:  # fmt: skip
+    """Step of each row by the time in column ``at``: the last range of its group ``by``
+    that started at or before it (and, with ``ends``, has not ended yet); null otherwise.
+    ``starts`` has ``*by, step, start`` (and ``end`` with ``ends``)."""
+    probe = rows.select(pl.int_range(pl.len()).alias("_i"), *by, pl.col(at))
+    probe = probe.filter(pl.col(at).is_not_null()).sort(at)
+    found = probe.join_asof(
+        starts.sort("start"),
+        left_on=at,
+        right_on="start",
+        by=by,
+        strategy="backward",
+        check_sortedness=False,
+    )
+    step = pl.col("step")
+    if ends:
+        step = pl.when(pl.col(at) < pl.col("end")).then(step)
+    found = found.select("_i", step.alias("step"))
+    full = pl.DataFrame({"_i": pl.int_range(rows.height, eager=True)})
+    return full.join(found, on="_i", how="left").sort("_i")["step"]
+
+
+def _export_steps(work: pl.DataFrame, ranges: pl.DataFrame, wanted: pl.Series | None = None
+                  ) -> pl.Series:  # fmt: skip
+    """The step the export names for a row (``args.step``, torch_npu's Step Id), mapped to
+    this analysis' step index through the number at the end of each step's label
+    (``ProfilerStep#7``, ``Step 7``); null where either is missing, and for rows where
+    ``wanted`` is False (their args are not parsed)."""
+    labels = ranges.select(
+        "rank", "step", number=pl.col("label").str.extract(r"(\d+)\s*$").cast(pl.Int64)
+    ).drop_nulls("number")
+    if not labels.height or "args" not in work.columns:
+        return pl.Series("step", [None] * work.height, pl.Int64)
+    args = pl.col("args") if wanted is None else pl.when(wanted).then(pl.col("args"))
+    named = work.select(
+        "rank", number=args.str.json_path_match("$.step").cast(pl.Int64, strict=False)
+    )
+    if named["number"].null_count() == named.height:
+        return pl.Series("step", [None] * work.height, pl.Int64)
+    labels = labels.unique(subset=["rank", "number"], keep="first")
+    return named.join(labels, on=["rank", "number"], how="left", maintain_order="left")["step"]
+
+
+def _device_windows(work: pl.DataFrame, step: pl.Series) -> pl.DataFrame:
+    """Per (rank, device, step), the first start of the rows placed so far."""
+    return (
+        work.select("rank", "device", "ts")
+        .with_columns(step=step)
+        .drop_nulls("step")
+        .group_by("rank", "device", "step")
+        .agg(start=pl.col("ts").min())
+    )
+
+
+PLACED = pl.Enum(PLACEMENTS)
+
+
+def _placed(*ways: tuple[str, pl.Series]) -> pl.Series:
+    """Per row, the first way (in order) that placed it; ``none`` when none did."""
+    frame = pl.DataFrame({name: found.is_not_null() for name, found in ways})
+    expr = pl.lit("none")
+    for name, _ in reversed(ways):
+        expr = pl.when(pl.col(name)).then(pl.lit(name)).otherwise(expr)
+    return frame.select(expr.cast(PLACED).alias("placed"))["placed"]
+
+
+def placement_counts(work: pl.DataFrame) -> dict[str, int]:
+    """Rows placed each way (every key of :data:`PLACEMENTS`)."""
+    counts = dict.fromkeys(PLACEMENTS, 0)
+    if "placed" in work.columns:
+        for name, n in work.group_by("placed").len().iter_rows():
+            counts[str(name)] = int(n)
+    return counts
+
+
+def assign(df: pl.DataFrame, steps: Steps) -> pl.DataFrame:
+    """Device work rows of ``df`` with ``rank`` filled, a ``step`` column (null: none) and
+    ``placed``: how the row was placed (:data:`PLACEMENTS`)."""
+    work = work_rows(df).with_columns(pl.col("rank").fill_null(0).cast(pl.Int32))
+    ranges = steps.ranges.select("rank", "step", "start", "end", "label")
+    if steps.by_device_time:
+        by_time = step_at(work, "ts", ranges, ["rank"], ends=False)
+        exported = _export_steps(work, ranges)
+        placed = _placed(("export", exported), ("device_time", by_time))
+        return work.with_columns(step=pl.coalesce(exported, by_time), placed=placed)
+    launches = (
+        df.filter(kind_is("api") & pl.col("corr").is_not_null())
+        .select(pl.col("rank").fill_null(0).cast(pl.Int32), "corr", _launch=pl.col("ts"))
+        .unique(subset=["rank", "corr"], keep="first")
+    )
+    work = work.join(launches, on=["rank", "corr"], how="left", maintain_order="left")
+    by_launch = step_at(work, "_launch", ranges, ["rank"], ends=True)
+    exported = _export_steps(work, ranges, by_launch.is_null())
+    windows = _device_windows(work, by_launch)
+    by_window = step_at(work, "ts", windows, ["rank", "device"], ends=False)
+    by_host = step_at(work, "ts", ranges, ["rank"], ends=False)
+    ways = (("launch", by_launch), ("export", exported), ("device_window", by_window),
+            ("host_time", by_host))  # fmt: skip
+    return work.drop("_launch").with_columns(
+        step=pl.coalesce(by_launch, exported, by_window, by_host), placed=_placed(*ways)
+    )
+
+
+def host_lead(df: pl.DataFrame, work: pl.DataFrame, sample: int = 200_000) -> int | None:
+    """The median time from a launch call to its device row's start, over (a sample of) the
+    rows placed by their launch: how far the host runs ahead of the device."""
+    linked = work.filter(pl.col("placed") == "launch").select("rank", "corr", "ts").head(sample)
+    if not linked.height:
+        return None
+    launches = (
+        df.filter(kind_is("api") & pl.col("corr").is_in(linked["corr"].implode()))
+        .select(pl.col("rank").fill_null(0).cast(pl.Int32), "corr", launch=pl.col("ts"))
+        .unique(subset=["rank", "corr"], keep="first")
+    )
+    lead = linked.join(launches, on=["rank", "corr"]).select(pl.col("ts") - pl.col("launch"))
+    return None if not lead.height else int(lead.to_series().median())
+
+
+def windows(work: pl.DataFrame) -> pl.DataFrame:
+    """Per (rank, device, step): ``start`` (first row), ``end`` (the next step's first row
+    on that device; the last step ends at its last row) and ``dur``."""
+    per = (
+        work.filter(pl.col("step").is_not_null())
+        .group_by("rank", "device", "step")
+        .agg(start=pl.col("ts").min(), last=(pl.col("ts") + pl.col("dur")).max())
+        .sort("rank", "device", "step")
+    )
+    end = pl.col("start").shift(-1).over("rank", "device").fill_null(pl.col("last"))
+    per = per.with_columns(end=pl.max_horizontal(end, pl.col("start")))
+    return per.select("rank", "device", "step", "start", "end", dur=pl.col("end") - pl.col("start"))
