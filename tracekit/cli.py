@@ -183,11 +183,13 @@ def summary(
     data = stats.summary(timeline, top=top)
     analysis = _analyze(timeline, rules, step_marker, patterns, option)
     if json or output == "json":
-        _print_json({**data, **{k: analysis[k] for k in ("steps", "step_metrics", "findings")}})
+        keys = ("low_confidence", "steps", "phases", "step_metrics", "findings")
+        _print_json({**data, **{k: analysis[k] for k in keys}})
         return
+    top = [line for line in (steps_terminal.confidence_line(analysis),) if line is not None]
     _emit(analysis, output, lambda: Group(
-        terminal.render_summary(data, _name_width()), Text(),
-        steps_terminal.render_analysis(analysis, Console().width)))  # fmt: skip
+        *top, terminal.render_summary(data, _name_width()), Text(),
+        steps_terminal.render_analysis(analysis, Console().width, confidence=False)))  # fmt: skip
 
 
 @app.command()
@@ -394,9 +396,13 @@ def diff_command(
     step_marker: MarkerOpt = None,
     patterns: PatternsOpt = None,
     option: OptionOpt = None,
+    allow_low_confidence: Annotated[
+        bool,
+        typer.Option(help="Gate even when steps were found with low confidence (else exit 2)."),
+    ] = False,
 ) -> None:
     """Compare a baseline with a candidate: exit 0 when no regression beyond the threshold is
-    significant, 1 when one is, 2 on an error."""
+    significant, 1 when one is, 2 on an error (low-confidence steps included)."""
     from tracekit.analysis import analyze as analyze_timeline
     from tracekit.diff import compare
     from tracekit.runs import find_runs
@@ -414,7 +420,8 @@ def diff_command(
         ]
         for spec in (base, head)
     ]  # fmt: skip
-    data = compare(sides[0], sides[1], *limits).to_dict()
+    data = compare(sides[0], sides[1], *limits, allow_low_confidence=allow_low_confidence)
+    data = data.to_dict()
     if output == "json":
         _print_json(data)
     elif output == "md":

@@ -128,6 +128,7 @@ class Diff:
     metrics: list[Change]
     findings: list[FindingChange]
     warnings: list[str] = field(default_factory=list)
+    phase: str = "all"  # the steps compared: decode, unknown (no phase known) or all
 
     @property
     def gates(self) -> list[Change]:
@@ -158,6 +159,7 @@ class Diff:
             "confidence": self.confidence,
             "gate_confidence": self.gate_confidence,
             "bootstrap": {"replicates": self.replicates, "seed": SEED, "method": "hierarchical"},
+            "phase": self.phase,
             "base": {"runs": self.base, "steps": self.step_count[0]},
             "head": {"runs": self.head, "steps": self.step_count[1]},
             "step": {
@@ -272,7 +274,7 @@ def _side(runs: list[RunSamples]) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def _warnings(base: list[RunSamples], head: list[RunSamples]) -> list[str]:
+def _warnings(base: list[RunSamples], head: list[RunSamples], phase: str) -> list[str]:
     """What makes the comparison less trustworthy than its intervals say."""
     out = []
     methods = [sorted({r.method for r in side}) for side in (base, head)]
@@ -280,6 +282,12 @@ def _warnings(base: list[RunSamples], head: list[RunSamples]) -> list[str]:
         out.append(
             f"steps were found differently (base: {', '.join(methods[0])}; head: "
             f"{', '.join(methods[1])}): step times may not compare; pass --step-marker"
+        )
+    left_out = [sum(r.left_out for r in side) for side in (base, head)]
+    if any(left_out):
+        out.append(
+            f"only the steps of phase {phase} are compared; the others are left out (base:"
+            f" {left_out[0]}, head: {left_out[1]})"
         )
     devices = [sorted({r.devices for r in side}) for side in (base, head)]
     if devices[0] != devices[1]:
@@ -330,10 +338,21 @@ def compare(
     threshold: float = 0.05,
     min_impact: float = 0.01,
     confidence: float = 0.95,
+    allow_low_confidence: bool = False,
 ) -> Diff:
-    """Compare the analysed runs of ``base`` and ``head`` (see the module docstring)."""
+    """Compare the analysed runs of ``base`` and ``head`` (see the module docstring). Runs
+    whose steps were found with low confidence are refused unless ``allow_low_confidence``:
+    a gate on steps that may be wrong could pass or fail a change by accident."""
     if not base or not head:
         raise TraceError("diff: each side needs at least one run")
+    for side, runs in (("base", base), ("head", head)):
+        for run in runs:
+            if run.low_confidence and not allow_low_confidence:
+                source = run.timeline.meta.get("source") or "?"
+                raise TraceError(
+                    f"diff: {side} {source}: {run.low_confidence}; refusing to gate on it"
+                    " (pass --allow-low-confidence to compare anyway)"
+                )
     data = samples(base, head)
     for side, runs in (("base", data.base_runs), ("head", data.head_runs)):
         for run in runs:
@@ -352,7 +371,8 @@ def compare(
         np.array([np.median(step_b)]), np.array([np.median(step_h)]),
         med_b[:, None], med_h[:, None], gate_conf,
     )[0]  # fmt: skip
-    step = Change("step", "decode step", median, judge(median, threshold), "step time (median)")
+    label = "decode step" if data.phase == "decode" else "step"
+    step = Change("step", label, median, judge(median, threshold), f"{label} time (median)")
     floor = min_impact * float(np.median(step_b))
     categories = sorted(
         (
@@ -368,5 +388,6 @@ def compare(
         _side(data.head_runs), step,
         (float(np.percentile(step_b, 90)), float(np.percentile(step_h, 90))),
         (len(step_b), len(step_h)), categories, _kernel_changes(data, est, threshold, floor),
-        _metric_changes(est), _findings(base, head), _warnings(data.base_runs, data.head_runs),
+        _metric_changes(est), _findings(base, head),
+        _warnings(data.base_runs, data.head_runs, data.phase), data.phase,
     )  # fmt: skip

@@ -43,6 +43,7 @@ class RunSamples:
     devices: int
     steps: pl.DataFrame
     kernels: pl.DataFrame
+    left_out: int = 0  # steps of other phases, not compared
 
 
 @dataclass
@@ -69,11 +70,33 @@ class Samples:
     head_lengths: list[int]
     base_runs: list[RunSamples] = field(default_factory=list)
     head_runs: list[RunSamples] = field(default_factory=list)
+    phase: str = "all"
 
 
-def run_samples(analysis: Analysis) -> RunSamples:
-    """The per-step values and kernels of one analysed run."""
-    metrics = analysis.step_metrics
+def compared_phase(analyses: list[Analysis]) -> str:
+    """Which steps a diff compares: ``decode`` when every run has decode steps (prefill and
+    mixed steps would blur the decode median), ``unknown`` when every run has steps of no
+    known phase and none has decode steps, else ``all``."""
+    phases = [set(a.step_metrics["phase"].to_list()) for a in analyses]
+    if all("decode" in p for p in phases):
+        return "decode"
+    if all(None in p and "decode" not in p for p in phases):
+        return "unknown"
+    return "all"
+
+
+def _in_phase(metrics: pl.DataFrame, phase: str) -> pl.DataFrame:
+    if phase == "decode":
+        return metrics.filter(pl.col("phase") == "decode")
+    if phase == "unknown":
+        return metrics.filter(pl.col("phase").is_null())
+    return metrics
+
+
+def run_samples(analysis: Analysis, phase: str = "all") -> RunSamples:
+    """The per-step values and kernels of one analysed run, over the steps of ``phase``
+    (:func:`compared_phase`)."""
+    metrics = _in_phase(analysis.step_metrics, phase)
     devices = max(metrics.select("rank", "device").n_unique(), 1)
     steps = (
         metrics.group_by("step")
@@ -84,7 +107,8 @@ def run_samples(analysis: Analysis) -> RunSamples:
         )
         .sort("step")
     )
-    work = analysis.work.filter(pl.col("step").is_not_null()).with_columns(
+    chosen = metrics.select("rank", "step").unique()
+    work = analysis.work.join(chosen, on=["rank", "step"], how="semi").with_columns(
         pl.col("name").cast(pl.String).fill_null("?")
     )
     keys = {name: kernel_key(name) for name in work.get_column("name").unique().to_list()}
@@ -102,7 +126,8 @@ def run_samples(analysis: Analysis) -> RunSamples:
     meta = analysis.timeline.meta
     source = str(meta.get("source") or "?")
     fmt, method = str(meta.get("format") or "?"), analysis.steps.method
-    return RunSamples(source, fmt, method, devices, steps, kernels)
+    left_out = analysis.step_metrics["step"].n_unique() - steps.height
+    return RunSamples(source, fmt, method, devices, steps, kernels, left_out)
 
 
 def _catalogue(runs: list[RunSamples]) -> pl.DataFrame:
@@ -173,9 +198,11 @@ def _matrix(runs: list[RunSamples], kernels: list[KernelInfo], head: bool) -> np
 
 
 def samples(base: list[Analysis], head: list[Analysis]) -> Samples:
-    """Both sides' samples over one column layout (kernels matched across the sides)."""
-    runs_b = [run_samples(a) for a in base]
-    runs_h = [run_samples(a) for a in head]
+    """Both sides' samples over one column layout (kernels matched across the sides), over
+    the steps of the phase both sides share (:func:`compared_phase`)."""
+    phase = compared_phase([*base, *head])
+    runs_b = [run_samples(a, phase) for a in base]
+    runs_h = [run_samples(a, phase) for a in head]
     kernels = match_kernels(runs_b, runs_h)
     columns = [*STEP_COLUMNS, *(f"ns:{k.key}" for k in kernels), *(f"n:{k.key}" for k in kernels)]
     return Samples(
@@ -187,4 +214,5 @@ def samples(base: list[Analysis], head: list[Analysis]) -> Samples:
         [r.steps.height for r in runs_h],
         runs_b,
         runs_h,
+        phase,
     )

@@ -12,7 +12,7 @@ from typing import Any
 import polars as pl
 
 from tracekit.errors import TraceError
-from tracekit.metrics import METRIC_COLUMNS
+from tracekit.metrics import METRIC_COLUMNS, primary_phase
 from tracekit.rules.base import Finding
 
 SERIES = ["rank", "device"]
@@ -44,11 +44,12 @@ def step_times(metrics: pl.DataFrame) -> pl.DataFrame:
 
 
 def default_steps(metrics: pl.DataFrame) -> dict[str, int]:
-    """The first step, the step of median duration (lower median) and the slowest one."""
+    """The first step, the step of median duration (lower median) and the slowest one; the
+    median and the slowest among the decode steps when the trace has any."""
     times = step_times(metrics)
     if times.height == 0:
         return {}
-    by_dur = times.sort("dur", "step")
+    by_dur = step_times(primary_phase(metrics)).sort("dur", "step")
     return {
         "first": int(times["step"][0]),
         "median": int(by_dur["step"][(by_dur.height - 1) // 2]),

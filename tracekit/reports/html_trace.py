@@ -12,8 +12,9 @@ from typing import Any
 
 import polars as pl
 
-from tracekit.analysis import Analysis
+from tracekit.analysis import Analysis, steps_summary
 from tracekit.intervals import lengths, merge
+from tracekit.metrics import phase_summary, primary_phase
 from tracekit.reports.format import distinct_short_names
 from tracekit.reports.html_steps import step_times
 from tracekit.rules.base import Finding
@@ -35,7 +36,8 @@ def overview(analysis: Analysis, label: str) -> dict[str, Any]:
     """What the trace is, how steps were found and its totals over all steps."""
     meta = analysis.timeline.meta
     metrics = analysis.step_metrics
-    times = step_times(metrics)["dur"]
+    primary = primary_phase(metrics)
+    times = step_times(primary)["dur"]
     df = analysis.timeline.df
     span = df.select(s=pl.col("ts").min(), e=(pl.col("ts") + pl.col("dur")).max()).row(0)
     devices = [d for d in meta.get("devices") or [] if isinstance(d, Mapping)]
@@ -50,12 +52,10 @@ def overview(analysis: Analysis, label: str) -> dict[str, Any]:
         "events": len(analysis.timeline),
         "work_events": analysis.work.height,
         "span_ns": None if span[0] is None else span[1] - span[0],
-        "steps": {
-            "method": analysis.steps.method,
-            "confidence": analysis.steps.confidence,
-            "detail": analysis.steps.detail,
-            "count": len(analysis.steps),
-        },
+        "low_confidence": analysis.low_confidence,
+        "steps": steps_summary(analysis.steps, analysis.placement),
+        "phases": phase_summary(metrics),
+        "step_time_phase": primary["phase"][0] if primary.height else None,
         "totals": {k: int(metrics[k].sum()) for k in TOTALS},
         "step_time": {
             "mean": times.mean(),

@@ -16,10 +16,12 @@ MAX_STEP_ROWS = 40
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
 _MARKDOWN = re.compile(r"([\\`*_\[\]|~])")
 STEP_COLUMNS = {
-    "rank": "rank", "device": "dev", "step": "step", "dur": "dur", "busy_ns": "busy",
-    "compute_ns": "compute", "comm_ns": "comm", "exposed_comm_ns": "exposed",
-    "comm_overlap_ratio": "overlap", "fallback_ns": "fallback", "bubble_ns": "bubbles",
+    "rank": "rank", "device": "dev", "step": "step", "phase": "phase", "tokens": "tokens",
+    "dur": "dur", "ns_per_token": "per token", "busy_ns": "busy", "compute_ns": "compute",
+    "comm_ns": "comm", "exposed_comm_ns": "exposed", "comm_overlap_ratio": "overlap",
+    "fallback_ns": "fallback", "bubble_ns": "bubbles",
 }  # fmt: skip
+OPTIONAL_COLUMNS = ("phase", "tokens", "ns_per_token")  # shown when some step has a value
 
 
 def md_text(value: object) -> str:
@@ -34,24 +36,48 @@ def _cell(key: str, value: Any) -> str:
         return "-"
     if key == "comm_overlap_ratio":
         return fmt_pct(value)
-    if key.endswith("_ns") or key == "dur":
+    if key.endswith("_ns") or key in ("dur", "ns_per_token"):
         return fmt_ns(value)
     return md_text(value)
+
+
+def phase_table(phases: list[dict[str, Any]]) -> list[str]:
+    """Step time per phase (decode first), when any step has a phase."""
+    if not phases or all(p["phase"] == "unknown" for p in phases):
+        return []
+    lines = [
+        "| phase | steps | median | p90 | tokens | per token |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for p in phases:
+        cells = [md_text(p["phase"]), str(p["steps"]), fmt_ns(p["median_ns"]),
+                 fmt_ns(p["p90_ns"]), "-" if p["tokens"] is None else f"{p['tokens']:,}",
+                 "-" if p["ns_per_token"] is None else fmt_ns(p["ns_per_token"])]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def step_columns(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """The step-table columns (key -> heading): phase, tokens and per-token time only when
+    some step has them."""
+    return {k: v for k, v in STEP_COLUMNS.items()
+            if k not in OPTIONAL_COLUMNS or any(r.get(k) is not None for r in rows)}  # fmt: skip
 
 
 def steps_table(rows: list[dict[str, Any]]) -> list[str]:
     """The per-step table; long traces keep their first and last steps."""
     head = MAX_STEP_ROWS // 2
     shown = rows if len(rows) <= MAX_STEP_ROWS else [*rows[:head], {}, *rows[-head:]]
+    columns = step_columns(rows)
     lines = [
-        "| " + " | ".join(STEP_COLUMNS.values()) + " |",
-        "|" + "---:|" * len(STEP_COLUMNS),
+        "| " + " | ".join(columns.values()) + " |",
+        "|" + "---:|" * len(columns),
     ]
     for row in shown:
         if not row:
-            lines.append("| " + " | ".join(["…"] * len(STEP_COLUMNS)) + " |")
+            lines.append("| " + " | ".join(["…"] * len(columns)) + " |")
             continue
-        lines.append("| " + " | ".join(_cell(k, row.get(k)) for k in STEP_COLUMNS) + " |")
+        lines.append("| " + " | ".join(_cell(k, row.get(k)) for k in columns) + " |")
     return lines
 
 
@@ -80,13 +106,18 @@ def render_markdown(analysis: dict[str, Any]) -> str:
     for f in analysis["findings"]:
         counts[f["severity"]] = counts.get(f["severity"], 0) + 1
     tally = ", ".join(f"{n} {sev}" for sev, n in sorted(counts.items())) or "none"
+    note = analysis.get("low_confidence")
+    warnings = [f"- {md_text(w)}" for w in steps.get("warnings") or []]
     lines = [
         f"## tracekit: {md_text(analysis.get('source') or 'trace')}",
         "",
+        *([f"> ⚠ **{md_text(note)}**", ""] if note else []),
         f"**{steps['count']} steps** found by {md_text(steps['method'])} "
         f"(confidence {md_text(steps['confidence'])}): {md_text(steps['detail'])}  ",
         f"**Findings:** {tally}",
         "",
+        *([*warnings, ""] if warnings else []),
+        *phase_table(analysis.get("phases") or []),
         *steps_table(analysis["step_metrics"]),
         "",
         "### Findings",

@@ -13,12 +13,16 @@ from tracekit.reports.format import fmt_ns, fmt_pct, printable
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _STEP_COLUMNS = {
-    "rank": "rank", "dev": "device", "step": "step", "dur": "dur", "busy": "busy_ns",
-    "compute": "compute_ns", "comm": "comm_ns", "exposed": "exposed_comm_ns",
-    "overlap": "comm_overlap_ratio", "fallback": "fallback_ns", "bubbles": "bubble_ns",
+    "rank": "rank", "dev": "device", "step": "step", "phase": "phase", "tokens": "tokens",
+    "dur": "dur", "per tok": "ns_per_token", "busy": "busy_ns", "compute": "compute_ns",
+    "comm": "comm_ns", "exposed": "exposed_comm_ns", "overlap": "comm_overlap_ratio",
+    "fallback": "fallback_ns", "bubbles": "bubble_ns",
 }  # fmt: skip
-# Columns kept first when the terminal is narrow; rank and dev only where they vary.
-_PRIORITY = ("step", "dur", "compute", "exposed", "overlap", "fallback", "bubbles", "comm", "busy")
+# Columns kept first when the terminal is narrow; rank, dev, phase and tokens only where they
+# vary or are known.
+_PRIORITY = ("step", "dur", "phase", "compute", "exposed", "overlap", "fallback", "bubbles",
+             "tokens", "per tok", "comm", "busy")  # fmt: skip
+_OPTIONAL = ("rank", "dev", "phase", "tokens", "per tok")
 MAX_STEP_ROWS = 40
 BAR_WIDTH = 16
 # step time split for the inline bar: compute, exposed communication, other busy, idle
@@ -46,23 +50,47 @@ def _cell(key: str, value: Any) -> Text:
         return Text("-")
     if key == "comm_overlap_ratio":
         return Text(fmt_pct(value))
-    if key.endswith("_ns") or key == "dur":
+    if key.endswith("_ns") or key in ("dur", "ns_per_token"):
         return Text(fmt_ns(value))
     return Text(printable(value))
+
+
+def confidence_line(data: dict[str, Any]) -> Text | None:
+    """The one line that says the steps may be wrong (low confidence), or None."""
+    note = data.get("low_confidence")
+    return None if not note else Text(f"⚠ {printable(note)}", style="bold yellow")
+
+
+def phase_lines(data: dict[str, Any]) -> list[Text]:
+    """Step time per phase (decode first): a decode median never mixes prefill steps in."""
+    phases = data.get("phases") or []
+    if not phases or (len(phases) == 1 and phases[0]["phase"] == "unknown"):
+        return []
+    parts = []
+    for p in phases:
+        text = f"{p['phase']} {p['steps']}: median {fmt_ns(p['median_ns'])}"
+        if p.get("ns_per_token") is not None:
+            text += f", {fmt_ns(p['ns_per_token'])}/token"
+        parts.append(text)
+    source = data["steps"].get("phase_method")
+    return [Text(f"phases ({source}): " + "; ".join(parts) if source else "; ".join(parts))]
 
 
 BAR_MIN_WIDTH = 130  # narrower terminals get the numbers without the bar
 
 
-def render_steps(data: dict[str, Any], width: int = 200) -> Group:
-    """Step detection line plus one row per (rank, device, step), long traces abridged; the
-    inline bar only when the terminal is ``BAR_MIN_WIDTH`` columns or wider."""
+def render_steps(data: dict[str, Any], width: int = 200, confidence: bool = True) -> Group:
+    """The low-confidence line (unless ``confidence`` is False), the step detection line,
+    its warnings and the step time per phase, then one row per (rank, device, step), long
+    traces abridged; the inline bar only when the terminal is ``BAR_MIN_WIDTH`` columns or
+    wider."""
     with_bar = width >= BAR_MIN_WIDTH
     steps = data["steps"]
     head = Text(
         f"steps: {steps['count']} by {steps['method']} (confidence {steps['confidence']}): "
         f"{printable(steps['detail'])}"
     )
+    notes = [Text(f"  {printable(w)}", style="yellow") for w in steps.get("warnings") or []]
     table = Table(title="per step", title_justify="left", box=None, header_style="bold",
                   padding=(0, 0, 0, 1))  # fmt: skip
     rows = data["step_metrics"]
@@ -81,16 +109,18 @@ def render_steps(data: dict[str, Any], width: int = 200) -> Group:
         if len(rows) > MAX_STEP_ROWS and i == MAX_STEP_ROWS // 2:
             table.add_row(*[Text("…")] * (len(headings) + with_bar))
         table.add_row(*[cells[h][i] for h in headings], *([step_bar(row)] if with_bar else []))
-    return Group(head, Text(), table)
+    top = [line for line in (confidence_line(data),) if line is not None and confidence]
+    return Group(*top, head, *notes, *phase_lines(data), Text(), table)
 
 
 def _fitting_columns(cells: dict[str, list[Text]], width: int) -> list[str]:
     """The step-table columns that fit in ``width``, in table order: rank and dev where
     they vary, then the others by :data:`_PRIORITY`."""
     varying = [h for h in ("rank", "dev") if len({c.plain for c in cells[h]}) > 1]
+    known = [h for h in ("phase", "tokens", "per tok") if {c.plain for c in cells[h]} - {"-"}]
     chosen: list[str] = []
     used = 0
-    for heading in (*varying, *_PRIORITY):
+    for heading in (*varying, *[h for h in _PRIORITY if h not in _OPTIONAL or h in known]):
         need = 1 + max([len(heading), *(c.cell_len for c in cells[heading])])
         if used + need > width and len(chosen) >= 2:
             continue
@@ -119,6 +149,8 @@ def render_findings(findings: list[dict[str, Any]]) -> Group:
     return Group(*lines)
 
 
-def render_analysis(data: dict[str, Any], width: int = 200) -> Group:
-    """Steps and findings together (``tracekit analyze``) for a ``width``-column terminal."""
-    return Group(render_steps(data, width), Text(), render_findings(data["findings"]))
+def render_analysis(data: dict[str, Any], width: int = 200, confidence: bool = True) -> Group:
+    """Steps and findings together (``tracekit analyze``) for a ``width``-column terminal;
+    ``confidence=False`` leaves the low-confidence line to the caller (it prints it first)."""
+    steps = render_steps(data, width, confidence)
+    return Group(steps, Text(), render_findings(data["findings"]))

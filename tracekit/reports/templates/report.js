@@ -373,8 +373,12 @@
       ["ranks", (x) => x.ranks.join(", ")], ["events", (x) => fmtInt(x.events) + " (" + fmtInt(x.work_events) + " device work)"],
       ["span", (x) => fmtNs(x.span_ns)],
       ["steps", (x) => x.steps.count + " by " + x.steps.method + " (confidence " + x.steps.confidence + ")"],
-      ["how steps were found", (x) => x.steps.detail],
-      ["step time median / p90 / max", (x) => [x.step_time.median, x.step_time.p90, x.step_time.max].map(fmtNs).join(" / ")],
+      ["how steps were found", (x) => x.steps.detail + (x.steps.warnings.length ? " — " + x.steps.warnings.join("; ") : "")],
+      ["phases", (x) => phaseText(x)],
+      ["step time median / p90 / max" , (x) => (x.step_time_phase ? x.step_time_phase + " steps: " : "") +
+        [x.step_time.median, x.step_time.p90, x.step_time.max].map(fmtNs).join(" / ")],
+      ["rows placed by", (x) => Object.entries(x.steps.placement).filter(([, n]) => n > 0)
+        .map(([k, n]) => fmtInt(n) + " " + k.replace("_", " ")).join(", ") || "-"],
       ["all steps (sum of windows)", (x) => fmtNs(x.totals.dur)],
       ["busy", (x) => fmtNs(x.totals.busy_ns)], ["compute", (x) => fmtNs(x.totals.compute_ns)],
       ["communication", (x) => fmtNs(x.totals.comm_ns)],
@@ -387,11 +391,20 @@
     ];
     const t = table(["", ...labels], rows.map(([name, f]) => [name, ...o.map(f)]), ["text"]);
     t.classList.add("overview");
+    const notes = o.filter((x) => x.low_confidence).map((x) =>
+      el("p", { class: "low-confidence", text: "⚠ " + (TRACES.length > 1 ? x.label + ": " : "") + x.low_confidence }));
+    document.getElementById("confidence").append(...notes);
     document.getElementById("overview-table").append(t);
     document.getElementById("subtitle").textContent = labels.join(" · ");
   }
+  function phaseText(x) {  // step time per phase: a decode median never mixes prefill steps in
+    if (!x.phases.length || (x.phases.length === 1 && x.phases[0].phase === "unknown")) return "unknown";
+    const parts = x.phases.map((p) => p.phase + " " + p.steps + ": median " + fmtNs(p.median_ns) +
+      (p.ns_per_token === null ? "" : ", " + fmtNs(p.ns_per_token) + "/token"));
+    return parts.join("; ") + (x.steps.phase_method ? " (from " + x.steps.phase_method + ")" : "");
+  }
   function buildStepTable() {
-    const cols = ["step", "rank", "device", "dur", "busy_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
+    const cols = ["step", "rank", "device", "phase", "tokens", "dur", "ns_per_token", "busy_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
       "comm_overlap_ratio", "fused_comm_ns", "fallback_ns", "bubble_ns", "idle_ns"];
     const box = document.getElementById("steps-table");
     TRACES.forEach((t) => {
@@ -401,10 +414,11 @@
       for (let i = 0; i < n; i++) {
         rows.push(cols.map((c) => {
           const v = t.steps[c][i];
-          return c === "comm_overlap_ratio" ? fmtPct(v) : c.endsWith("_ns") || c === "dur" ? fmtNs(v) : String(v);
+          if (v === null || v === undefined) return "-";
+          return c === "comm_overlap_ratio" ? fmtPct(v) : c.endsWith("_ns") || c === "dur" || c === "ns_per_token" ? fmtNs(v) : String(v);
         }).concat(t.steps.outlier[i] ? ["outlier"] : [""]));
       }
-      box.append(table([...cols.map((c) => c.replace(/_ns$/, "")), ""], rows));
+      box.append(table([...cols.map((c) => c === "ns_per_token" ? "per token" : c.replace(/_ns$/, "")), ""], rows));
       if (n < t.steps.step.length) box.append(el("p", { class: "note", text: "First " + n + " of " + t.steps.step.length + " rows; all are in --format json." }));
     });
   }
