@@ -1,7 +1,8 @@
 """``find_steps``: the step-finding methods in order, the first that finds steps wins.
 
 1. markers: ``--step-marker REGEX``, then the serving engines' and profilers' own step
-   markers (:mod:`.markers`), host ranges before their device copies;
+   markers (:mod:`.markers`), host ranges before their device copies; else the Step Id the
+   export gives each device row (:mod:`.exported`);
 2. graph launches, grouped per step (:mod:`.graphs`);
 3. the period of the device kernel sequence (:mod:`.period`);
 4. idle gaps between device bursts (:mod:`.gaps`);
@@ -16,6 +17,7 @@ import re
 import polars as pl
 
 from tracekit.errors import TraceError
+from tracekit.steps.exported import export_step_ranges
 from tracekit.steps.gaps import MIN_GAP_NS, by_gaps
 from tracekit.steps.graphs import REGULAR, by_graph
 from tracekit.steps.markers import borrow_phases, find_markers, user_marker
@@ -51,6 +53,14 @@ def _markers(df: pl.DataFrame) -> Steps | None:
     where = "host" if host else "device"
     detail = f"{marker.family} {where} ranges matching {marker.pattern!r}"
     return Steps("marker", "high", detail, ranges, not host, "marker" if known else None)
+
+
+def _exported(df: pl.DataFrame) -> Steps | None:
+    ranges = export_step_ranges(df)
+    if not ranges.height:
+        return None
+    detail = "the Step Id the export gives each device row (torch_npu kernel_details / db)"
+    return Steps("marker", "high", detail, ranges, by_device_time=True)
 
 
 def _graphs(df: pl.DataFrame) -> Steps | None:
@@ -100,7 +110,7 @@ def find_steps(df: pl.DataFrame, marker: str | None = None, min_gap_ns: int = MI
     that overrides the built-in markers)."""
     if marker is not None:
         return _user(df, marker)
-    for method in (_markers, _graphs, _period):
+    for method in (_markers, _exported, _graphs, _period):
         steps = method(df)
         if steps is not None:
             return steps

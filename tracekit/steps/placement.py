@@ -18,6 +18,8 @@ import polars as pl
 from tracekit.steps.model import WORK_KINDS, Steps, kind_is
 
 PLACEMENTS = ("launch", "export", "device_window", "device_time", "host_time", "none")
+# Step labels whose number is the one torch_npu / msprof write as a row's Step Id
+EXPORT_LABELS = r"^(?:ProfilerStep#|Step |Iteration )(\d+)$"
 
 
 def work_rows(df: pl.DataFrame) -> pl.DataFrame:
@@ -62,9 +64,8 @@ def _export_steps(work: pl.DataFrame, ranges: pl.DataFrame, wanted: pl.Series | 
     this analysis' step index through the number at the end of each step's label
     (``ProfilerStep#7``, ``Step 7``); null where either is missing, and for rows where
     ``wanted`` is False (their args are not parsed)."""
-    labels = ranges.select(
-        "rank", "step", number=pl.col("label").str.extract(r"(\d+)\s*$").cast(pl.Int64)
-    ).drop_nulls("number")
+    numbered = pl.col("label").str.extract(EXPORT_LABELS).cast(pl.Int64)
+    labels = ranges.select("rank", "step", number=numbered).drop_nulls("number")
     if not labels.height or "args" not in work.columns:
         return pl.Series("step", [None] * work.height, pl.Int64)
     args = pl.col("args") if wanted is None else pl.when(wanted).then(pl.col("args"))
