@@ -51,8 +51,8 @@ class Analysis:
             return None
         why = self.steps.warnings[0] if self.steps.warnings else self.steps.detail
         return (
-            f"low confidence: steps found by {self.steps.method} ({why}); per-step numbers may"
-            " be wrong, pass --step-marker REGEX if the trace marks its steps"
+            f"low confidence: steps found by {self.steps.method}, {why}; per-step numbers may be"
+            " wrong (pass --step-marker REGEX if the trace marks its steps)"
         )
 
     @cached_property

@@ -44,8 +44,7 @@ def review(steps: Steps, work: pl.DataFrame, lead_ns: int | None = None) -> Step
         share = top["ns"] / inside
         if share > GIANT_SHARE:
             steps.warnings.append(
-                f"step {top['step']} holds {share:.0%} of the device time in steps: the steps"
-                f" found by {steps.method} are probably wrong; pass --step-marker REGEX"
+                f"step {top['step']} holds {share:.0%} of the device time in steps"
             )
             _cap(steps, "low")
     # unknown lead (no launch links at all) counts as ahead: nothing says it is not

@@ -51,7 +51,9 @@ def _markers(df: pl.DataFrame) -> Steps | None:
         ranges = borrow_phases(df, ranges, host)
     known = ranges["phase"].null_count() < ranges.height
     where = "host" if host else "device"
-    detail = f"{marker.family} {where} ranges matching {marker.pattern!r}"
+    example = str(ranges["label"][0])
+    example = example if len(example) <= 48 else example[:47] + "…"
+    detail = f"{marker.family} step markers, {where} ranges such as {example!r}"
     return Steps("marker", "high", detail, ranges, not host, "marker" if known else None)
 
 

@@ -1,0 +1,97 @@
+"""How steps reach the user: a low-confidence line at the top of every output, phases and
+tokens in every format, and a diff that compares decode steps only and refuses to gate on
+steps that may be wrong."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from fixtures.nsys_writer import write_nsys_sqlite
+from fixtures.scenario import build_scenario
+from fixtures.serving import decode, prefill
+from tests.conftest import run_cli
+from tracekit.timeline import Timeline, build_table
+
+LOW = "low confidence: steps found by gaps"
+
+
+@pytest.fixture(scope="module")
+def giant(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Six short load bursts, then one back-to-back generation of non-repeating kernels: the
+    idle-gap method gives one window holding nearly all device time (low confidence)."""
+    rng = random.Random(5)
+    load = [0, 50_000, 120_000, 210_000, 270_000, 350_000]
+    ts = load + [420_000 + i * 1_000 for i in range(2_000)]
+    names = [f"load{i % 2}" for i in range(6)] + [f"g{rng.randint(0, 300)}" for _ in range(2_000)]
+    columns = {"ts": ts, "dur": [990] * len(ts), "kind": ["kernel"] * len(ts), "name": names,
+               "device": [0] * len(ts), "stream": [7] * len(ts)}  # fmt: skip
+    path = tmp_path_factory.mktemp("giant") / "giant.parquet"
+    return Timeline(build_table(columns), {"format": "test"}).save(path)
+
+
+@pytest.fixture(scope="module")
+def phased(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """vLLM annotations: one prefill step, then five decode steps (Nsight Systems export)."""
+    sc = build_scenario(steps=6, layers=2, marker="vllm-native",
+                        batches=[prefill(2), *[decode(32)] * 5])  # fmt: skip
+    return write_nsys_sqlite(sc.events, tmp_path_factory.mktemp("phased") / "vllm.sqlite")
+
+
+@pytest.mark.parametrize("command", ["analyze", "summary"])
+def test_low_confidence_is_the_first_line_of_the_terminal_output(giant: Path, command: str) -> None:
+    done = run_cli("--no-color", command, str(giant), env={"COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith(f"⚠ {LOW}") and "step 6 holds 100% of the device time" in first
+    assert done.stdout.count(LOW) == 1
+
+
+def test_low_confidence_heads_markdown_json_and_html(giant: Path, tmp_path: Path) -> None:
+    md = run_cli("analyze", str(giant), "--format", "md").stdout.splitlines()
+    assert md[0].startswith("## tracekit") and md[2].startswith(f"> ⚠ **{LOW}")
+    data = json.loads(run_cli("analyze", str(giant), "--json").stdout)
+    assert data["low_confidence"].startswith(LOW)
+    assert data["steps"]["confidence"] == "low" and data["steps"]["warnings"]
+    out = tmp_path / "r.html"
+    assert run_cli("report", str(giant), "-o", str(out)).returncode == 0
+    payload = out.read_text()
+    assert '"low_confidence":"low confidence: steps found by gaps' in payload
+    assert 'id="confidence"' in payload
+
+
+def test_diff_refuses_to_gate_on_low_confidence_steps(giant: Path) -> None:
+    done = run_cli("diff", str(giant), str(giant))
+    assert done.returncode == 2
+    [line] = done.stderr.splitlines()
+    assert LOW in line and "--allow-low-confidence" in line
+    allowed = run_cli("diff", str(giant), str(giant), "--allow-low-confidence", "--format", "json")
+    assert allowed.returncode == 0, allowed.stderr
+    assert json.loads(allowed.stdout)["verdict"] == "no significant change"
+
+
+def test_phases_and_tokens_in_every_format(phased: Path) -> None:
+    term = run_cli("--no-color", "analyze", str(phased), env={"COLUMNS": "200"}).stdout
+    assert "phases (marker): decode 5: median" in term and "prefill 1: median" in term
+    assert "per tok" in term and "prefill   1024" in term
+    md = run_cli("analyze", str(phased), "--format", "md").stdout
+    assert "| phase | steps | median | p90 | tokens | per token |" in md
+    assert "| decode | 5 |" in md and "| prefill | 1 |" in md
+    data = json.loads(run_cli("analyze", str(phased), "--json").stdout)
+    assert data["steps"]["phases"] == {"decode": 5, "prefill": 1}
+    assert [r["tokens"] for r in data["step_metrics"]] == [1024, 32, 32, 32, 32, 32]
+    decode_row = next(p for p in data["phases"] if p["phase"] == "decode")
+    durations = sorted(r["dur"] for r in data["step_metrics"] if r["phase"] == "decode")
+    assert decode_row["steps"] == 5 and decode_row["median_ns"] == durations[2]
+
+
+def test_diff_compares_decode_steps_only(phased: Path) -> None:
+    done = run_cli("diff", str(phased), str(phased), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["phase"] == "decode" and data["step"]["count"] == {"base": 5, "head": 5}
+    assert data["step"]["label"] == "decode step time (median)"
+    assert any("left out (base: 1, head: 1)" in w for w in data["warnings"])
