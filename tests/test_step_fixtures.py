@@ -160,17 +160,21 @@ def _step_trace(folder: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-@pytest.mark.parametrize("ahead", [1, 2])
-def test_torch_npu_host_ahead_matches_its_step_trace_time(tmp_path: Path, ahead: int) -> None:
+@pytest.mark.parametrize(("ahead", "frames"), [(1, False), (2, False), (1, True)])
+def test_torch_npu_host_ahead_matches_its_step_trace_time(
+    tmp_path: Path, ahead: int, frames: bool
+) -> None:
     """The host launches step k+1 (or k+2) while the device runs step k, and HCCL tasks have
     no launch link: they are placed by the device windows, and every step's Computing,
-    Communication (Not Overlapped) and Overlapped equal torch_npu's own."""
+    Communication (Not Overlapped) and Overlapped equal torch_npu's own. The steps are
+    ProfilerStep#N, or vllm-ascend's execute_model Python frames."""
     sc = build_ascend_scenario(steps=6, layers=4, host_ahead=ahead, hccl_flows=False,
                                hccl_all_to_all_layers=4, unfused_collective=True,
-                               fallback_kernel=False)  # fmt: skip
+                               fallback_kernel=False, step_frames=frames)  # fmt: skip
     out = write_torch_npu(sc.events, tmp_path)
     a = tracekit.analyze(tracekit.load(out))
     assert (a.steps.method, a.steps.confidence, len(a.steps)) == ("marker", "high", 6)
+    assert ("python" if frames else "pytorch") in a.steps.detail
     hccl = a.work.filter(pl.col("corr").is_null())
     assert hccl.height > 0 and set(hccl["placed"].to_list()) == {"device_window"}
     rows = _step_trace(out)

@@ -122,7 +122,7 @@ def analyze(
     """
     chosen = select(rules, options)
     rows = classify(timeline.df, vendor_of(timeline.meta), load_patterns(patterns))
-    steps = find_steps(rows, step_marker)
+    steps = find_steps(rows, step_marker, meta=timeline.meta)
     work = assign(rows, steps)
     _kernel_phases(steps, work)
     steps = review(steps, work, host_lead(rows, work))

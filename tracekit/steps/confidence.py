@@ -38,15 +38,17 @@ def review(steps: Steps, work: pl.DataFrame, lead_ns: int | None = None) -> Step
         .join(labels, on=["rank", "step"], how="left")
         .filter(pl.col("label").ne_missing(PRE_LABEL))
     )
-    inside = int(per["ns"].sum() or 0)
-    if per.height >= GIANT_STEPS and inside:
-        top = per.sort("ns", descending=True).row(0, named=True)
-        share = top["ns"] / inside
-        if share > GIANT_SHARE:
-            steps.warnings.append(
-                f"step {top['step']} holds {share:.0%} of the device time in steps"
-            )
-            _cap(steps, "low")
+    per = per.with_columns(
+        share=pl.col("ns") / pl.col("ns").sum().over("rank"), steps=pl.len().over("rank")
+    )
+    giants = per.filter((pl.col("steps") >= GIANT_STEPS) & (pl.col("share") > GIANT_SHARE))
+    if giants.height:
+        top = giants.sort("share", descending=True).row(0, named=True)
+        where = f"rank {top['rank']} " if per["rank"].n_unique() > 1 else ""
+        steps.warnings.append(
+            f"{where}step {top['step']} holds {top['share']:.0%} of the device time in steps"
+        )
+        _cap(steps, "low")
     # unknown lead (no launch links at all) counts as ahead: nothing says it is not
     # with one step per rank there is no other step to land in
     several = steps.ranges.group_by("rank").len()["len"].max() or 0

@@ -20,9 +20,7 @@ def export_step_ranges(df: pl.DataFrame) -> pl.DataFrame:
     none (or only one step-less value)."""
     if "args" not in df.columns:
         return empty_ranges()
-    rows = df.filter(
-        kind_is(*WORK_KINDS) & pl.col("args").str.contains('"step":', literal=True)
-    )
+    rows = df.filter(kind_is(*WORK_KINDS) & pl.col("args").str.contains('"step":', literal=True))
     if not rows.height:
         return empty_ranges()
     number = pl.col("args").str.json_path_match("$.step").cast(pl.Int64, strict=False)

@@ -13,6 +13,8 @@ Each method states its confidence; :mod:`.confidence` lowers it when the result 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 import polars as pl
 
@@ -107,12 +109,20 @@ def _period(df: pl.DataFrame) -> Steps | None:
     return out
 
 
-def find_steps(df: pl.DataFrame, marker: str | None = None, min_gap_ns: int = MIN_GAP_NS) -> Steps:
+def find_steps(
+    df: pl.DataFrame,
+    marker: str | None = None,
+    min_gap_ns: int = MIN_GAP_NS,
+    meta: Mapping[str, Any] | None = None,
+) -> Steps:
     """Find decode steps in classified timeline rows (``marker``: a regex over range names
-    that overrides the built-in markers)."""
+    that overrides the built-in markers; ``meta``: the timeline's metadata, whose ``steps``
+    says whether the export names Step Ids, else every row's args are searched)."""
     if marker is not None:
         return _user(df, marker)
-    for method in (_markers, _exported, _graphs, _period):
+    exported = meta is None or bool(meta.get("steps"))
+    methods = (_markers, _exported, _graphs, _period) if exported else (_markers, _graphs, _period)
+    for method in methods:
         steps = method(df)
         if steps is not None:
             return steps

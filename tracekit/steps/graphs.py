@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from tracekit.steps.model import OPEN_END, closed, empty_ranges, is_host, kind_is, numbered
+from tracekit.steps.model import OPEN_END, closed, empty_ranges, is_host, kind_is, named, numbered
 
 GRAPH_LAUNCHES = (
     r"^(cudaGraphLaunch|cuGraphLaunch|hipGraphLaunch|aclmdlRIExecute|aclmdlExecute|aclgraph"
@@ -99,18 +99,22 @@ def _group_one_rank(launch: np.ndarray, wait_start: np.ndarray,
     return every, launch, "one launch per step"
 
 
-def by_graph(df: pl.DataFrame) -> GraphSteps | None:
-    """Steps from graph launches (host ranges), or None when fewer than two launches."""
-    api = df.filter(kind_is("api") & is_host()).select(
+def _rows(api: pl.DataFrame) -> pl.DataFrame:
+    return api.select(
         pl.col("rank").fill_null(0).cast(pl.Int32),
         name=pl.col("name").cast(pl.String),
         start=pl.col("ts"),
         end=pl.col("ts") + pl.col("dur"),
-    )
-    launches = api.filter(pl.col("name").str.contains(GRAPH_LAUNCHES)).sort("rank", "start")
+    ).sort("rank", "start")
+
+
+def by_graph(df: pl.DataFrame) -> GraphSteps | None:
+    """Steps from graph launches (host ranges), or None when fewer than two launches."""
+    api = df.filter(kind_is("api") & is_host())
+    launches = _rows(api.filter(named(api, GRAPH_LAUNCHES)))
     if launches.height < 2:
         return None
-    waits = api.filter(pl.col("name").str.contains(HOST_WAITS)).sort("rank", "start")
+    waits = _rows(api.filter(named(api, HOST_WAITS)))
     frames, hows, sizes_all = [], [], []
     for (rank,), rows in launches.group_by("rank", maintain_order=True):
         mine = waits.filter(pl.col("rank") == rank)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from tracekit.steps.engines import ENGINE_MARKERS, EngineMarker
-from tracekit.steps.model import empty_ranges, is_host, kind_is, numbered, outermost
+from tracekit.steps.model import empty_ranges, is_host, kind_is, named, numbered, outermost
 
 MARKER_KINDS = ("range", "op")
 
@@ -46,14 +46,17 @@ MARKERS: tuple[Marker, ...] = (
 )
 
 
+def candidates(df: pl.DataFrame, host: bool) -> pl.DataFrame:
+    """The rows that may be step markers: ranges and operators (torch_npu records
+    ``ProfilerStep#N`` as an operator, Kineto as a range) of the host, or of the devices."""
+    return df.filter(kind_is(*MARKER_KINDS) & (is_host() if host else ~is_host()))
+
+
 def marker_ranges(df: pl.DataFrame, marker: Marker, host: bool) -> pl.DataFrame:
     """The outermost host (or device) ranges matching ``marker``, numbered per rank, with
     phase and tokens where the family encodes them."""
-    rows = df.filter(  # torch_npu records ProfilerStep#N as an operator, Kineto as a range
-        kind_is(*MARKER_KINDS)
-        & (is_host() if host else ~is_host())
-        & pl.col("name").cast(pl.String).str.contains(marker.pattern)
-    )
+    side = candidates(df, host)
+    rows = side.filter(named(side, marker.pattern))
     if not rows.height:
         return empty_ranges()
     name = pl.col("name").cast(pl.String)
@@ -78,10 +81,11 @@ def borrow_phases(df: pl.DataFrame, ranges: pl.DataFrame, host: bool) -> pl.Data
     """Phase and tokens of ranges whose markers encode none (``ProfilerStep#N``, Python
     frames) from the engine markers nested inside them: one phase when they agree, ``mixed``
     when prefill and decode meet, tokens summed when every nested marker has them."""
+    side = candidates(df, host)
     for marker in MARKERS:
         if marker.decode is None:
             continue
-        inner = marker_ranges(df, marker, host)
+        inner = marker_ranges(side, marker, host)
         if not inner.height:
             continue
         inner = inner.select("rank", "phase", "tokens", at=pl.col("start")).sort("at")
@@ -106,10 +110,13 @@ def borrow_phases(df: pl.DataFrame, ranges: pl.DataFrame, host: bool) -> pl.Data
 def find_markers(df: pl.DataFrame) -> tuple[pl.DataFrame, Marker, bool] | None:
     """The first marker family found: ``(ranges, marker, on_host)``, host ranges first."""
     for host in (True, False):
+        side = candidates(df, host)
+        if not side.height:
+            continue
+        names = side.get_column("name").unique().cast(pl.String).drop_nulls()
         for marker in MARKERS:
-            ranges = marker_ranges(df, marker, host)
-            if ranges.height:
-                return ranges, marker, host
+            if names.str.contains(marker.pattern).any():
+                return marker_ranges(side, marker, host), marker, host
     return None
 
 

@@ -58,6 +58,14 @@ def kind_is(*kinds: str) -> pl.Expr:
     return pl.col("kind").cast(pl.String).is_in(list(kinds))
 
 
+def named(frame: pl.DataFrame, pattern: str) -> pl.Expr:
+    """Rows of ``frame`` whose name matches the regex ``pattern``, tested once per distinct
+    name (a trace has millions of rows and a few thousand names)."""
+    names = frame.get_column("name").unique().cast(pl.String).drop_nulls()
+    hits = names.filter(names.str.contains(pattern))
+    return pl.col("name").is_in(hits.to_list())
+
+
 def outermost(ranges: pl.DataFrame) -> pl.DataFrame:
     """Drop ranges that start inside an earlier range of the same rank (a marker inside
     itself, or the copy of one annotation on a second stream)."""

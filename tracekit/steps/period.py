@@ -27,7 +27,7 @@ Everything per kernel is numpy or polars; Python loops run over candidates and a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -73,7 +73,6 @@ class Period:
     how: str
     starts: np.ndarray  # positions in lane where a step starts (the pre window excluded)
     regular: float  # share of steps whose kernel count is the period (within tolerance)
-    warnings: list[str] = field(default_factory=list)
 
     @property
     def looks_like_decode(self) -> bool:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
+from tracekit.engine_frames import STEP_FUNCTIONS
 from tracekit.errors import TraceError
 from tracekit.parsers._sqlite import SqliteSource
 from tracekit.parsers.msprof import device, hccl, host
@@ -360,8 +361,8 @@ def _pytorch(db: DbReader, include_python: bool) -> list[pl.DataFrame]:
         )
     else:
         api = api.with_columns(pl.lit(None, pl.Int64).alias("corr"))
-    if not include_python:
-        api = api.filter(pl.col("kind") != "python")
+    if not include_python:  # the engine's step function stays: a step marker
+        api = api.filter((pl.col("kind") != "python") | pl.col("name").str.contains(STEP_FUNCTIONS))
     frame = api.select(
         "ts",
         (pl.col("_end") - pl.col("ts")).clip(0).fill_null(0).alias("dur"),

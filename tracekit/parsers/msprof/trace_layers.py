@@ -17,6 +17,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tracekit.engine_frames import STEP_FUNCTIONS
 from tracekit.parsers.columns import field_values, floats, take, texts
 from tracekit.parsers.msprof.times import json_us_ns
 from tracekit.parsers.msprof.trace_decode import Args, Reader, as_int, frame, ints, mask, where
@@ -208,6 +209,13 @@ def _cann(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
     out.host["cann"] = _host_frame(reader, idx, "api", "CANN", extra)
 
 
+def _step_functions(reader: Reader, idx: np.ndarray) -> np.ndarray:
+    """Which Python frames at ``idx`` are a serving engine's step function."""
+    names = pa.array(field_values("name")(reader.pick(idx)), pa.string())
+    keep = pc.match_substring_regex(names, STEP_FUNCTIONS).fill_null(False)
+    return keep.to_numpy(zero_copy_only=False)
+
+
 def _python(reader: Reader, idx: np.ndarray, out: Part, python: bool) -> None:
     cats = reader.cat.take(idx)
     groups = {
@@ -217,9 +225,13 @@ def _python(reader: Reader, idx: np.ndarray, out: Part, python: bool) -> None:
     }
     groups["range"] = ~(groups["op"] | groups["api"] | groups["python"])
     for kind, found in groups.items():
-        if not found.any() or (kind == "python" and not python):
+        if not found.any():
             continue
         subset = idx[found]
+        if kind == "python" and not python:  # only the engine's step function (a marker)
+            subset = subset[_step_functions(reader, subset)]
+            if not subset.size:
+                continue
 
         def extra(args: list[Args], kind: str = kind) -> dict[str, Any]:
             if kind == "api":
