@@ -22,10 +22,11 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fixtures.scenario import build_scenario, tile_in_time
+from tracekit.analysis import place_steps
 from tracekit.metrics import clipped, step_metrics
 from tracekit.rules.base import Context
 from tracekit.rules.registry import select
-from tracekit.steps import assign, find_steps, windows
+from tracekit.steps import windows
 from tracekit.taxonomy import classify
 from tracekit.timeline import KINDS, Timeline, build_table
 
@@ -45,13 +46,12 @@ def run_once(tl: Timeline) -> dict[str, float]:
     rows = classify(tl.df, "nvidia")
     times["taxonomy"] = time.perf_counter() - t
     t = time.perf_counter()
-    steps = find_steps(rows)
-    work = assign(rows, steps)
+    steps, work = place_steps(rows, tl.meta)
     wins = windows(work)
     times["steps"] = time.perf_counter() - t
     t = time.perf_counter()
     in_windows = clipped(work, wins)
-    metrics = step_metrics(work, wins, in_windows=in_windows)
+    metrics = step_metrics(work, wins, in_windows=in_windows, ranges=steps.ranges)
     times["metrics"] = time.perf_counter() - t
     ctx = Context(rows, work, in_windows, wins, metrics, steps, tl.meta)
     for rule in select(None):

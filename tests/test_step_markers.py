@@ -58,6 +58,8 @@ DECODED = [
     ("modelExec", "mindie", None, None),
     ("gpu_model_runner: forward", "vllm", None, None),
     ("vllm/v1/worker/gpu_model_runner.py(3380): execute_model", "python", None, None),
+    ("execute_model", "vllm", None, None),
+    ("gpu_model_runner: execute_model", "vllm", None, None),
     ("vllm_ascend/worker/model_runner_v1.py(1777): execute_model", "python", None, None),
     ("/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py(2911): run_batch",
      "python", None, None),
@@ -66,7 +68,7 @@ DECODED = [
     ("Iteration 4", "msprof", None, None),
 ]  # fmt: skip
 NOT_MARKERS = [
-    "execute_model_inputs", "step", "stepper[DECODE]", "forward", "aten::mm",
+    "execute_model_inputs", "step", "stepper[DECODE]", "forward", "aten::mm", "run_batch",
     "vllm/v1/worker/gpu_model_runner.py(1983): _compute_cascade_attn_prefix_lens",
     "layer_3_computation", "ProfilerStep", "decode", "Iteration",
 ]  # fmt: skip
@@ -109,6 +111,21 @@ def test_engine_markers_come_before_profiler_steps() -> None:
             _range(400, 300, "step[DECODE bs=8]"), _kernel(20), _kernel(450)]  # fmt: skip
     steps = find_steps(_df(rows))
     assert len(steps) == 2 and steps.ranges["phase"].to_list() == ["decode", "decode"]
+
+
+def test_sglang_scheduler_iterations_hold_their_forward_spans() -> None:
+    """With speculative decoding one scheduler.run_batch holds a verify and draft forwards:
+    the iteration is the step, its phase comes from the spans inside it."""
+    rows = [
+        _range(0, 1000, "scheduler.run_batch"), _range(1000, 1000, "scheduler.run_batch"),
+        _range(10, 300, "step[EXTEND bs=2 toks=700]"),
+        _range(1010, 200, "step[TARGET_VERIFY bs=8]"), _range(1300, 100, "step[DECODE bs=8]"),
+        _kernel(20), _kernel(1020),
+    ]  # fmt: skip
+    steps = find_steps(_df(rows))
+    assert (len(steps), steps.phase_method) == (2, "marker")
+    assert steps.ranges.select("label", "phase").rows() == [
+        ("scheduler.run_batch", "prefill"), ("scheduler.run_batch", "decode")]  # fmt: skip
 
 
 def test_open_ended_engine_markers_run_to_the_next_one() -> None:

@@ -105,6 +105,16 @@ def _kernel_phases(steps: Steps, work: pl.DataFrame) -> None:
             f"{steps.phase_method}, kernels")  # fmt: skip
 
 
+def place_steps(rows: pl.DataFrame, meta: dict[str, Any],
+                marker: str | None = None) -> tuple[Steps, pl.DataFrame]:  # fmt: skip
+    """Steps of classified rows and the device work rows placed in them: find the steps, place
+    every device row, fill phases from the kernels, take a second look at the confidence."""
+    steps = find_steps(rows, marker, meta=meta)
+    work = assign(rows, steps)
+    _kernel_phases(steps, work)
+    return review(steps, work, host_lead(rows, work)), work
+
+
 def analyze(
     timeline: Timeline,
     rules: list[str] | None = None,
@@ -122,10 +132,7 @@ def analyze(
     """
     chosen = select(rules, options)
     rows = classify(timeline.df, vendor_of(timeline.meta), load_patterns(patterns))
-    steps = find_steps(rows, step_marker, meta=timeline.meta)
-    work = assign(rows, steps)
-    _kernel_phases(steps, work)
-    steps = review(steps, work, host_lead(rows, work))
+    steps, work = place_steps(rows, timeline.meta, step_marker)
     wins = windows(work)
     in_windows = clipped(work, wins)
     metrics = step_metrics(work, wins, min_bubble_ns, in_windows, steps.ranges)

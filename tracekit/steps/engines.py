@@ -121,6 +121,12 @@ ENGINE_MARKERS: tuple[EngineMarker, ...] = (
     EngineMarker("vllm", r"^execute_context_\d+\(\d+\)_generation_\d+\(\d+\)$", vllm_native),
     # vLLM 0.10.2-0.13 (PR #22496): f"execute_new_{num_new}_cached_{num_cached}"
     EngineMarker("vllm", r"^execute_new_\d+_cached_\d+$", vllm_new_cached),
+    # older builds and forks: a range named after the model runner's step function
+    EngineMarker("vllm", r"^(gpu_model_runner: )?execute_model$"),
+    # SGLang main: the scheduler iteration, scheduler.run_batch (nvtx_utils.profile_method);
+    # it holds the step[...] spans of one iteration (several with speculative decoding), whose
+    # phase it borrows
+    EngineMarker("sglang", r"^scheduler\.run_batch$"),
     # SGLang >= 0.5.13 (PR #23419): build_step_span_name, python/sglang/srt/model_executor/
     # step_span_utils.py (earlier model_runner.py / utils/profile_utils.py), one per forward
     EngineMarker("sglang", r"^step\[[A-Z][A-Z0-9_]* bs=\d+[^\]]*\]$", sglang_step),
@@ -136,8 +142,6 @@ ENGINE_MARKERS: tuple[EngineMarker, ...] = (
     # TensorRT-LLM C++ executor: TrtGptModelInflightBatching::executeStep (NVTX),
     # cpp/tensorrt_llm/batch_manager/trtGptModelInflightBatching.cpp
     EngineMarker("trtllm", r"^executeStep: \d+ ctx reqs, \d+ gen reqs$", trtllm_step),
-    # SGLang main: the scheduler iteration, scheduler.run_batch (nvtx_utils.profile_method)
-    EngineMarker("sglang", r"^scheduler\.run_batch$"),
     # MindIE / vllm-ascend through msServiceProfiler: Executor.execute_model span
     EngineMarker("mindie", r"^modelExec$"),
     # vLLM V1 custom scopes (VLLM_CUSTOM_SCOPES_FOR_PROFILING / VLLM_NVTX_SCOPES_FOR_PROFILING):

@@ -32,34 +32,32 @@ def phase_patterns() -> dict[str, str]:
 
 
 def phase_evidence(names: pl.Series) -> pl.DataFrame:
-    """Per distinct name: ``name`` and one boolean column per evidence class."""
-    distinct = pl.DataFrame({"name": names.cast(pl.String).unique().drop_nulls()})
-    return distinct.with_columns(
+    """Per distinct name that betrays a phase: ``name`` and one boolean column per evidence
+    class."""
+    distinct = pl.DataFrame({"name": names.unique().cast(pl.String).drop_nulls()})
+    found = distinct.with_columns(
         pl.col("name").str.contains(pattern).alias(key)
         for key, pattern in phase_patterns().items()
         if pattern
     )
+    keys = [k for k in EVIDENCE if k in found.columns]
+    found = found.filter(pl.any_horizontal(keys)) if keys else found.clear()
+    return found.with_columns(pl.lit(False).alias(k) for k in EVIDENCE if k not in keys)
 
 
 def kernel_phases(work: pl.DataFrame) -> pl.DataFrame:
     """``rank, step, phase`` for the steps whose attention kernels betray their phase."""
-    rows = work.filter(pl.col("step").is_not_null()).select(
-        "rank", "step", name=pl.col("name").cast(pl.String)
-    )
-    evidence = phase_evidence(rows["name"])
-    keys = [k for k in EVIDENCE if k in evidence.columns]
-    if not keys:
+    evidence = phase_evidence(work["name"])
+    if not evidence.height:
         return pl.DataFrame(schema={"rank": pl.Int32, "step": pl.Int64, "phase": pl.String})
-    evidence = evidence.filter(pl.any_horizontal(keys))
+    rows = work.filter(
+        pl.col("step").is_not_null() & pl.col("name").is_in(evidence["name"].to_list())
+    ).select("rank", "step", name=pl.col("name").cast(pl.String))
     per = (
-        rows.unique()
-        .join(evidence, on="name", how="inner")
+        rows.join(evidence, on="name", how="inner")
         .group_by("rank", "step")
-        .agg(pl.col(k).any() for k in keys)
+        .agg(pl.col(k).any() for k in EVIDENCE)
     )
-    for key in EVIDENCE:
-        if key not in per.columns:
-            per = per.with_columns(pl.lit(False).alias(key))
     phase = (
         pl.when(pl.col("mixed") | (pl.col("decode") & pl.col("prefill")))
         .then(pl.lit("mixed"))

@@ -127,15 +127,24 @@ def assign(df: pl.DataFrame, steps: Steps) -> pl.DataFrame:
     )
     work = work.join(launches, on=["rank", "corr"], how="left", maintain_order="left")
     by_launch = step_at(work, "_launch", ranges, ["rank"], ends=True)
-    exported = _export_steps(work, ranges, by_launch.is_null())
+    work = work.drop("_launch").with_columns(step=by_launch)
+    unlinked = by_launch.is_null()
+    if not unlinked.any():
+        return work.with_columns(placed=pl.lit("launch", PLACED))
+    # the other ways only for the rows without a launch (usually few)
     windows = _device_windows(work, by_launch)
-    by_window = step_at(work, "ts", windows, ["rank", "device"], ends=False)
-    by_host = step_at(work, "ts", ranges, ["rank"], ends=False)
-    ways = (("launch", by_launch), ("export", exported), ("device_window", by_window),
-            ("host_time", by_host))  # fmt: skip
-    return work.drop("_launch").with_columns(
-        step=pl.coalesce(by_launch, exported, by_window, by_host), placed=_placed(*ways)
-    )
+    rest = work.filter(unlinked)
+    exported = _export_steps(rest, ranges)
+    by_window = step_at(rest, "ts", windows, ["rank", "device"], ends=False)
+    by_host = step_at(rest, "ts", ranges, ["rank"], ends=False)
+    ways = (("export", exported), ("device_window", by_window), ("host_time", by_host))
+    rest = rest.select(step=pl.coalesce(exported, by_window, by_host), placed=_placed(*ways))
+    order = pl.int_range(pl.len(), dtype=pl.UInt32)
+    where = work.select(order.filter(unlinked).alias("i"))["i"]
+    step = work["step"].scatter(where, rest["step"])
+    placed = pl.repeat("launch", work.height, eager=True).cast(PLACED).alias("placed")
+    placed = placed.scatter(where, rest["placed"])
+    return work.with_columns(step=step, placed=placed)
 
 
 def host_lead(df: pl.DataFrame, work: pl.DataFrame, sample: int = 200_000) -> int | None:
