@@ -48,8 +48,9 @@ def test_markdown_numbers_equal_step_metrics(trace: Path) -> None:
         assert len(cells) == len(step_columns(metrics))
         for cell, key in zip(cells, step_columns(metrics)):
             value = m[key]
-            want = fmt_pct(value) if key == "comm_overlap_ratio" else (
-                fmt_ns(value) if key.endswith("_ns") or key == "dur" else str(value))  # fmt: skip
+            want = "-" if value is None else fmt_pct(value) if key == "comm_overlap_ratio" else (
+                fmt_ns(value) if key.endswith("_ns") or key in ("dur", "ns_per_token")
+                else str(value))  # fmt: skip
             assert cell == want, key
     assert "<script" not in md and "&lt;script&gt;" in md  # the evil name in a finding
     assert md.count("- **warning** `fallback`") == 3

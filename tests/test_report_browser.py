@@ -219,3 +219,21 @@ def test_payload_parses_with_every_name_intact(report: Path) -> None:
     names = set(data["traces"][0]["strings"])
     assert set(HOSTILE_NAMES.values()) <= names
     assert "<img" not in payload and "</script" not in payload
+
+
+def test_low_confidence_is_the_first_thing_on_the_page(browser: Any, tmp_path: Path) -> None:
+    """A trace whose steps were found with low confidence: the note is the first element of
+    the page's main part, above the overview, and names the trace."""
+    from tests.test_step_outputs import low_confidence_trace
+
+    trace = low_confidence_trace(tmp_path / "giant.parquet")
+    out = tmp_path / "low.html"
+    assert run_cli("report", str(trace), str(demo_paths()[1]), "-o", str(out)).returncode == 0
+    opened = open_report(browser, out)
+    assert opened.errors == []
+    first = opened.page.evaluate(
+        "() => { const m = document.querySelector('main').firstElementChild;"
+        " return [m.id, m.children.length, m.innerText]; }"
+    )
+    assert first[0] == "confidence" and first[1] == 1
+    assert first[2].startswith("⚠ giant.parquet: low confidence: steps found by gaps")

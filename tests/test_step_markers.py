@@ -36,6 +36,8 @@ DECODED = [
     ("step[DECODE bs=32]", "sglang", "decode", 32),
     ("step[EXTEND bs=15 toks=15360]", "sglang", "prefill", 15360),
     ("step[MIXED bs=40]", "sglang", "mixed", None),
+    ("step[MIXED bs=33 c=1 g=32 c_sq=256 c_sk=256 c_sqsq=65536 c_sqsk=65536 g_sq=32 g_sk=9000"
+     " g_sqsq=32 g_sqsk=9000]", "sglang", "mixed", 288),
     ("step[TARGET_VERIFY bs=8]", "sglang", "decode", None),
     ("step[IDLE bs=0]", "sglang", None, None),
     ("step[DECODE bs=64 g_sq=64 g_sqsq=64 g_sqsk=70000 g_sk=70000]", "sglang", "decode", 64),
@@ -149,6 +151,17 @@ def test_a_marker_on_host_and_device_is_one_step() -> None:
     assert only_device.ranges["start"].to_list() == [15, 215]
 
 
+def test_device_copies_that_run_into_the_next_step_stay_steps() -> None:
+    """gpu_user_annotation copies end with the step's last kernel, which may run a little into
+    the next step; a copy on a second stream covers most of the first one: one step."""
+    rows = [_range(i * 1_000, 1_100, f"ProfilerStep#{i}", device=0) for i in range(4)]
+    rows += [_range(i * 1_000 + 50, 900, f"ProfilerStep#{i}", device=0) for i in range(4)]
+    steps = find_steps(_df([*rows, *[_kernel(i * 1_000 + 100) for i in range(4)]]))
+    assert steps.ranges.select("label", "start").rows() == [
+        (f"ProfilerStep#{i}", i * 1_000) for i in range(4)
+    ]
+
+
 def test_markers_without_numbers_borrow_them_from_the_engine_markers_inside() -> None:
     # a family without numbers (Python frames, ProfilerStep#N) takes phase and tokens from the
     # engine markers nested in each of its ranges
@@ -162,7 +175,7 @@ def test_markers_without_numbers_borrow_them_from_the_engine_markers_inside() ->
     inner = [_range(10, 50, "step[EXTEND bs=2 toks=900]"), _range(210, 20, "step[DECODE bs=9]"),
              _range(240, 20, "step[DECODE bs=9]")]  # fmt: skip
     borrowed = borrow_phases(_df([*rows, *inner]), ranges, True)
-    assert borrowed.select("phase", "tokens").rows() == [("prefill", 900), ("decode", 18)]
+    assert borrowed.select("phase", "tokens").rows() == [("prefill", 900), ("decode", None)]
 
 
 def test_user_marker_matches_device_ranges_when_the_host_has_none() -> None:

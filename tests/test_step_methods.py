@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from tracekit.steps import assign, find_steps, review, windows
-from tracekit.steps.period import PRE_LABEL, best_period, candidates, find_period
+from tracekit.steps.period import POST_LABEL, PRE_LABEL, best_period, candidates, find_period
 
 COLS = ("ts", "dur", "kind", "name", "device", "stream", "rank", "corr", "category")
 TYPES = (pl.Int64, pl.Int64, pl.String, pl.String, pl.Int32, pl.Int64, pl.Int32, pl.Int64,
@@ -84,6 +84,92 @@ def test_load_phase_before_the_first_period_is_one_window() -> None:
     assert ranges["phase"].to_list() == [None] + ["decode"] * 9
     # the idle-gap method would have cut the load phase into 25 "steps"
     assert len(find_steps(df.filter(pl.col("ts") < firsts[0]))) == 25
+
+
+def _steps_of(names_of_step: list[list[str]], gap: int = 300) -> tuple[pl.DataFrame, list[int]]:
+    """One stream running the given kernels step by step; the rows and each step's first ts."""
+    rng = random.Random(7)
+    rows, firsts, t = [], [], 0
+    for names in names_of_step:
+        t += gap
+        firsts.append(t)
+        for name in names:
+            dur = 9_000 if name == "lm_head" else rng.randint(2_000, 6_000)
+            rows.append((t, dur, "kernel", name, 0, 7, 0, None, CATEGORY.get(name, "other")))
+            t += dur + rng.randint(100, 400)
+    return _frame(rows), firsts
+
+
+STEP = [*HEAD, *(LAYER * 4), *TAIL]
+
+
+@pytest.mark.parametrize("every", [2, 3])
+def test_a_kernel_every_few_steps_does_not_merge_steps(every: int) -> None:
+    """A kernel that runs every second or third step (a cache copy, a MoE statistic) makes
+    every k steps repeat exactly; the step is still one step."""
+    steps = [[*STEP[:5], "block_table_copy", *STEP[5:]] if i % every == 0 else STEP
+             for i in range(12)]  # fmt: skip
+    df, firsts = _steps_of(steps)
+    found = find_steps(df)
+    assert (found.method, len(found)) == ("period", 12)
+    assert found.ranges["start"].to_list() == firsts
+
+
+def test_steps_of_varying_length_are_found() -> None:
+    """MoE steps that run four more kernels every other step (10 % of a step)."""
+    longer = [*HEAD, *[k for _ in range(4) for k in (*LAYER, "moe_extra")], *TAIL]
+    df, firsts = _steps_of([longer if i % 2 else STEP for i in range(12)])
+    found = find_steps(df)
+    assert (found.method, len(found)) == ("period", 12)
+    assert found.ranges["start"].to_list() == firsts
+
+
+def test_two_steps_are_two_steps_with_low_confidence() -> None:
+    df, firsts = _steps_of([STEP, STEP])
+    found = find_steps(df)
+    assert (found.method, found.confidence, found.ranges["start"].to_list()) == (
+        "period", "low", firsts)  # fmt: skip
+
+
+@pytest.mark.parametrize("cut", [0.3, 0.8])
+def test_a_step_cut_short_by_the_end_of_the_trace_is_its_own_window(cut: float) -> None:
+    df, firsts = _steps_of([STEP] * 10)
+    df = df.head(9 * len(STEP) + int(cut * len(STEP)))
+    found = find_steps(df)
+    assert found.ranges["label"].to_list()[-1] == POST_LABEL
+    assert found.ranges["start"].to_list() == firsts
+    assert found.ranges["phase"].to_list() == ["decode"] * 9 + [None]
+
+
+def test_a_collective_that_starts_early_on_its_stream_does_not_open_a_step() -> None:
+    df, firsts = _steps_of([STEP] * 10, gap=2_000)
+    tails = [(f - 1_000, 8_000, "kernel", "ncclDevKernel_AllReduce", 0, 21, 0, None, "comm")
+             for f in firsts[1:]]  # fmt: skip
+    found = find_steps(pl.concat([df, _frame(tails)]))
+    assert (found.method, found.ranges["start"].to_list()) == ("period", firsts)
+
+
+def test_rows_without_a_device_index_are_periodic_too() -> None:
+    df, firsts = _steps_of([STEP] * 10)
+    found = find_steps(df.with_columns(device=pl.lit(None, pl.Int32)))
+    assert (found.method, found.ranges["start"].to_list()) == ("period", firsts)
+
+
+def test_the_load_window_takes_no_phase_from_its_kernels() -> None:
+    warmup = [["paged_attention_v1_kernel", "load", "load2", "load3"]]
+    df, _ = _steps_of([*warmup, *[STEP] * 6])
+    from tracekit.analysis import place_steps
+
+    steps, _ = place_steps(df, {})
+    assert steps.ranges.select("label", "phase").row(0) == (PRE_LABEL, None)
+
+
+def test_ranks_that_repeat_differently_lower_the_confidence() -> None:
+    rank0, _ = _steps_of([STEP] * 10)
+    rank1, _ = _steps_of([[*HEAD, *(LAYER * 6), *TAIL]] * 10)
+    found = find_steps(pl.concat([rank0, rank1.with_columns(rank=pl.lit(1, pl.Int32))]))
+    assert found.confidence == "low"
+    assert "rank 0: 37, rank 1: 53 kernels" in found.warnings[0]
 
 
 def test_kernels_that_do_not_repeat_have_no_period() -> None:
@@ -210,6 +296,60 @@ def test_one_window_holding_most_of_the_device_time_lowers_the_confidence() -> N
     reviewed = review(steps, work, None)
     assert reviewed.confidence == "low"
     assert any("step 6 holds 100% of the device time" in w for w in reviewed.warnings)
+
+
+def test_a_long_prefill_among_decode_steps_is_no_giant() -> None:
+    """One prefill step holding most of the device time next to short decode steps is what
+    serving looks like: the steps are compared within their phase."""
+    rows = [(0, 1_000, "range", "step[EXTEND bs=15 toks=15360]", -1, None, 0, None, None)]
+    rows += [(1_000 + i * 100, 100, "range", "step[DECODE bs=32]", -1, None, 0, None, None)
+             for i in range(6)]  # fmt: skip
+    rows += [_api(10, 1), _kernel(20, 900, 1)]
+    rows += [r for i in range(6) for r in (_api(1_010 + i * 100, 2 + i),
+                                           _kernel(1_020 + i * 100, 30, 2 + i))]  # fmt: skip
+    df = _frame(rows)
+    steps = find_steps(df)
+    reviewed = review(steps, assign(df, steps), lead_ns=10)
+    assert (reviewed.confidence, reviewed.warnings) == ("high", [])
+
+
+def test_most_device_time_outside_every_step_lowers_the_confidence() -> None:
+    rows = [(0, 100, "range", "ProfilerStep#1", -1, None, 0, None, None), _api(10, 1),
+            _kernel(20, 50, 1), _api(500, 2), _kernel(1_000, 5_000, 2)]  # fmt: skip
+    df = _frame(rows)
+    steps = find_steps(df)
+    work = assign(df, steps)
+    reviewed = review(steps, work, lead_ns=10)
+    assert reviewed.confidence == "medium"
+    assert reviewed.warnings == ["99% of the device time lies outside every step"]
+
+
+def test_kernels_launched_outside_every_step_belong_to_none() -> None:
+    rows = [(0, 100, "range", "ProfilerStep#1", -1, None, 0, None, None),
+            _api(10, 1), _kernel(20, 50, 1), _api(500, 2), _kernel(510, 50, 2)]  # fmt: skip
+    work = assign(_frame(rows), find_steps(_frame(rows))).sort("ts")
+    assert work.select("step", "placed").rows() == [(0, "launch"), (None, "none")]
+
+
+def test_graph_steps_that_the_kernel_period_contradicts_have_low_confidence() -> None:
+    """A host wait inside each step (an .item() between graph pieces) splits every step in
+    two by the waits; the kernels' period says otherwise."""
+    rows, corr = [], 0
+    for step in range(8):
+        t = step * 100_000
+        for piece in range(4):
+            corr += 1
+            rows.append(_api(t + 15_000 * piece, corr, "cudaGraphLaunch"))
+            for k, name in enumerate(
+                ("norm", "gemm", "act", "down") if piece else HEAD + LAYER[:3]
+            ):
+                rows.append(_kernel(t + 15_000 * piece + 200 + k * 1_000, 800, corr, name=name))
+            if piece == 1:
+                rows.append(_api(t + 15_000 * piece + 9_000, 900 + corr, "cudaStreamSynchronize"))
+        rows.append(_api(t + 70_000, 800 + step, "cudaStreamSynchronize", dur=1_500))
+    steps = find_steps(_frame(rows))
+    assert (steps.method, len(steps), steps.confidence) == ("graph", 16, "low")
+    assert "the graph launches give 16 steps, the period of the kernels 8" in steps.warnings[0]
 
 
 def test_period_finding_scales_without_a_python_loop_per_kernel() -> None:

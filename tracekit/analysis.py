@@ -79,9 +79,14 @@ class Analysis:
 
 
 def steps_summary(steps: Steps, placement: dict[str, int]) -> dict[str, Any]:
-    """How steps were found, JSON-ready: method, confidence, detail, count, phases (steps per
-    phase, ``unknown`` for none), where phases came from, warnings and row placement."""
-    phases = steps.ranges["phase"].fill_null("unknown").value_counts(sort=True)
+    """How steps were found, JSON-ready: method, confidence, detail, count (step ranges over
+    all ranks), phases (steps per phase, ``unknown`` for none), where phases came from,
+    warnings and row placement."""
+    phases = (
+        steps.ranges.group_by(pl.col("phase").fill_null("unknown"))
+        .agg(n=pl.col("step").n_unique())
+        .sort("n", "phase", descending=[True, False])
+    )
     return {
         "method": steps.method,
         "confidence": steps.confidence,

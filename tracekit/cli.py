@@ -183,8 +183,9 @@ def summary(
     data = stats.summary(timeline, top=top)
     analysis = _analyze(timeline, rules, step_marker, patterns, option)
     if json or output == "json":
-        keys = ("low_confidence", "steps", "phases", "step_metrics", "findings")
-        _print_json({**data, **{k: analysis[k] for k in keys}})
+        keys = ("steps", "phases", "step_metrics", "findings")
+        _print_json({"low_confidence": analysis["low_confidence"], **data,
+                     **{k: analysis[k] for k in keys}})  # fmt: skip
         return
     top = [line for line in (steps_terminal.confidence_line(analysis),) if line is not None]
     _emit(analysis, output, lambda: Group(

@@ -283,6 +283,11 @@ def _warnings(base: list[RunSamples], head: list[RunSamples], phase: str) -> lis
             f"steps were found differently (base: {', '.join(methods[0])}; head: "
             f"{', '.join(methods[1])}): step times may not compare; pass --step-marker"
         )
+    if phase == "all" and any(r.phases for side in (base, head) for r in side):
+        out.append(
+            "the sides' steps have no phase in common (decode on one side only): all steps are"
+            " compared, prefill and decode alike"
+        )
     left_out = [sum(r.left_out for r in side) for side in (base, head)]
     if any(left_out):
         out.append(
@@ -354,6 +359,8 @@ def compare(
                     " (pass --allow-low-confidence to compare anyway)"
                 )
     data = samples(base, head)
+    doubtful = [run.timeline.meta.get("source") or "?" for run in [*base, *head]
+                if run.low_confidence]  # fmt: skip
     for side, runs in (("base", data.base_runs), ("head", data.head_runs)):
         for run in runs:
             if run.steps.height == 0:
@@ -389,5 +396,7 @@ def compare(
         (float(np.percentile(step_b, 90)), float(np.percentile(step_h, 90))),
         (len(step_b), len(step_h)), categories, _kernel_changes(data, est, threshold, floor),
         _metric_changes(est), _findings(base, head),
-        _warnings(data.base_runs, data.head_runs, data.phase), data.phase,
+        _warnings(data.base_runs, data.head_runs, data.phase) + [
+            f"steps found with low confidence in {', '.join(map(str, doubtful))}: compared"
+            " anyway (--allow-low-confidence)"] * bool(doubtful), data.phase,
     )  # fmt: skip

@@ -44,6 +44,7 @@ class RunSamples:
     steps: pl.DataFrame
     kernels: pl.DataFrame
     left_out: int = 0  # steps of other phases, not compared
+    phases: bool = False  # whether any of its steps has a phase
 
 
 @dataclass
@@ -127,7 +128,8 @@ def run_samples(analysis: Analysis, phase: str = "all") -> RunSamples:
     source = str(meta.get("source") or "?")
     fmt, method = str(meta.get("format") or "?"), analysis.steps.method
     left_out = analysis.step_metrics["step"].n_unique() - steps.height
-    return RunSamples(source, fmt, method, devices, steps, kernels, left_out)
+    phased = analysis.step_metrics["phase"].null_count() < analysis.step_metrics.height
+    return RunSamples(source, fmt, method, devices, steps, kernels, left_out, phased)
 
 
 def _catalogue(runs: list[RunSamples]) -> pl.DataFrame:

@@ -135,15 +135,21 @@ def step_metrics(
 
 
 def phase_summary(metrics: pl.DataFrame) -> list[dict[str, object]]:
-    """Per phase (``decode`` first, ``unknown`` for steps with none): how many step rows,
-    their median / p90 duration, the tokens they processed and the median ns per token, so
-    that a decode-step median never mixes prefill steps in."""
+    """Per phase (``decode`` first, ``unknown`` for steps with none): how many steps, their
+    median / p90 duration (of the slowest rank and device), the tokens they processed and the
+    median ns per token, so that a decode-step median never mixes prefill steps in."""
     if not metrics.height:
         return []
     order = {"decode": 0, "mixed": 1, "prefill": 2, "unknown": 3}
-    rows = (
+    per_token = pl.when(pl.col("tokens") > 0).then(pl.col("dur") / pl.col("tokens"))
+    per_step = (  # a step lasts as long as its slowest (rank, device); ranks share tokens
         metrics.with_columns(phase=pl.col("phase").fill_null("unknown"))
-        .group_by("phase")
+        .group_by("step", "phase")
+        .agg(pl.col("dur").max(), pl.col("tokens").max())
+        .with_columns(ns_per_token=per_token)
+    )
+    rows = (
+        per_step.group_by("phase")
         .agg(
             steps=pl.len(),
             median_ns=pl.col("dur").median(),

@@ -55,7 +55,7 @@ def gate_phrase(change: dict[str, Any], name: Escape) -> str:
     """One gate as a phrase: what, relative change, absolute change, interval."""
     est = change["estimate"]
     what = (
-        "decode step median" if change["kind"] == "step"
+        f"{change['name']} median" if change["kind"] == "step"
         else f"{name(change['name'])} time per step"
     )  # fmt: skip
     if est["rel"] is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 
 from tracekit.steps.model import CONFIDENCES, Steps
-from tracekit.steps.period import PRE_LABEL
+from tracekit.steps.period import NOT_STEPS
 
 GIANT_SHARE = 0.5  # with at least GIANT_STEPS steps, no step should hold more device time
 GIANT_STEPS = 4
@@ -30,16 +30,18 @@ def review(steps: Steps, work: pl.DataFrame, lead_ns: int | None = None) -> Step
     total = int(work["dur"].sum() or 0)
     if total <= 0 or steps.method == "whole":
         return steps
-    labels = steps.ranges.select("rank", "step", "label")
+    labels = steps.ranges.select("rank", "step", "label", "phase")
     per = (
         work.filter(pl.col("step").is_not_null())
         .group_by("rank", "step")
         .agg(ns=pl.col("dur").sum())
         .join(labels, on=["rank", "step"], how="left")
-        .filter(pl.col("label").ne_missing(PRE_LABEL))
+        .filter(~pl.col("label").is_in(NOT_STEPS).fill_null(False))
     )
+    # a prefill step may well outweigh the decode steps: compare steps of one phase
+    group = ["rank", pl.col("phase").fill_null("unknown")]
     per = per.with_columns(
-        share=pl.col("ns") / pl.col("ns").sum().over("rank"), steps=pl.len().over("rank")
+        share=pl.col("ns") / pl.col("ns").sum().over(group), steps=pl.len().over(group)
     )
     giants = per.filter((pl.col("steps") >= GIANT_STEPS) & (pl.col("share") > GIANT_SHARE))
     if giants.height:
@@ -69,6 +71,7 @@ def review(steps: Steps, work: pl.DataFrame, lead_ns: int | None = None) -> Step
     outside = total - int(work.filter(pl.col("step").is_not_null())["dur"].sum() or 0)
     if outside / total > OUTSIDE_SHARE:
         steps.warnings.append(f"{outside / total:.0%} of the device time lies outside every step")
+        _cap(steps, "medium")
     return steps
 
 

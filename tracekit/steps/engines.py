@@ -82,7 +82,12 @@ def sglang_step(name: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     decode_tokens = pl.when(mode == "DECODE").then(
         pl.coalesce(_int(name, r"g_sq=(\d+)"), _int(name, r" bs=(\d+)"))
     )
-    tokens = pl.coalesce(_int(name, r" toks=(\d+)"), _int(name, r" c_sq=(\d+)"), decode_tokens)
+    mixed_tokens = pl.when(mode == "MIXED").then(  # the detailed suffix counts both sides
+        _int(name, r" c_sq=(\d+)") + _int(name, r" g_sq=(\d+)")
+    )
+    tokens = pl.coalesce(
+        _int(name, r" toks=(\d+)"), mixed_tokens, _int(name, r" c_sq=(\d+)"), decode_tokens
+    )
     return phase, tokens
 
 
@@ -127,6 +132,10 @@ ENGINE_MARKERS: tuple[EngineMarker, ...] = (
     # it holds the step[...] spans of one iteration (several with speculative decoding), whose
     # phase it borrows
     EngineMarker("sglang", r"^scheduler\.run_batch$"),
+    # the engines' step functions in Python stacks (Kineto python_function rows, torch_npu
+    # Python ops; tracekit.engine_frames cites their sources): one per scheduler iteration,
+    # before the per-forward spans below
+    EngineMarker("python", STEP_FUNCTIONS),
     # SGLang >= 0.5.13 (PR #23419): build_step_span_name, python/sglang/srt/model_executor/
     # step_span_utils.py (earlier model_runner.py / utils/profile_utils.py), one per forward
     EngineMarker("sglang", r"^step\[[A-Z][A-Z0-9_]* bs=\d+[^\]]*\]$", sglang_step),
@@ -148,6 +157,3 @@ ENGINE_MARKERS: tuple[EngineMarker, ...] = (
     # one "gpu_model_runner: forward" per step, gpu_model_runner.py
     EngineMarker("vllm", r"^gpu_model_runner: forward$"),
 )
-# The engines' step functions in Python stacks (Kineto python_function rows, torch_npu Python
-# ops); tracekit.engine_frames cites their sources.
-ENGINE_MARKERS += (EngineMarker("python", STEP_FUNCTIONS),)

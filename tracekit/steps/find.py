@@ -23,8 +23,10 @@ from tracekit.steps.exported import export_step_ranges
 from tracekit.steps.gaps import MIN_GAP_NS, by_gaps
 from tracekit.steps.graphs import REGULAR, by_graph
 from tracekit.steps.markers import borrow_phases, find_markers, user_marker
-from tracekit.steps.model import RANGE_SCHEMA, Steps
-from tracekit.steps.period import PRE_LABEL, by_period
+from tracekit.steps.model import RANGE_SCHEMA, Steps, closed
+from tracekit.steps.period import NOT_STEPS, SPREAD, by_period
+
+AGREE = 0.1  # graph launches and the kernels' period may differ by this share of steps
 
 
 def _user(df: pl.DataFrame, marker: str) -> Steps:
@@ -49,6 +51,7 @@ def _markers(df: pl.DataFrame) -> Steps | None:
     if found is None:
         return None
     ranges, marker, host = found
+    ranges = closed(ranges, df)
     if ranges["phase"].null_count() == ranges.height:
         ranges = borrow_phases(df, ranges, host)
     known = ranges["phase"].null_count() < ranges.height
@@ -76,10 +79,27 @@ def _graphs(df: pl.DataFrame) -> Steps | None:
     steps = Steps("graph", confidence, detail, graph.ranges)
     if confidence == "low":
         steps.warnings.append(
-            f"graph launches per step vary: only {graph.regular:.0%} of steps hold the usual"
-            " number; pass --step-marker if the trace has a step range"
+            f"graph launches per step vary: only {graph.regular:.0%} of steps hold the usual number"
         )
+    _check_against_period(steps, df)
     return steps
+
+
+def _check_against_period(steps: Steps, df: pl.DataFrame) -> None:
+    """Lower the confidence when the kernels' own period gives another number of steps than
+    the graph launches (a host wait inside a step splits it; a step of several graphs with
+    no wait between steps merges them)."""
+    ranges, _, periods = by_period(df)
+    if not periods:
+        return
+    by_kernels = ranges.filter(~pl.col("label").is_in(NOT_STEPS)).height
+    by_graphs = len(steps)
+    if abs(by_graphs - by_kernels) > AGREE * by_kernels:
+        steps.warnings.append(
+            f"the graph launches give {by_graphs} steps, the period of the kernels"
+            f" {by_kernels}: one of them is wrong"
+        )
+        steps.confidence = "low"
 
 
 def _period(df: pl.DataFrame) -> Steps | None:
@@ -87,10 +107,11 @@ def _period(df: pl.DataFrame) -> Steps | None:
     if not ranges.height:
         return None
     p = min(periods, key=lambda x: x.regular)
-    steps = ranges.filter(pl.col("label") != PRE_LABEL)
+    steps = ranges.filter(~pl.col("label").is_in(NOT_STEPS))
     confidence = "medium" if p.regular >= REGULAR and steps.height >= 3 else "low"
     detail = (
-        f"a period of {p.period} kernels ({p.match:.0%} of kernels repeat one period later);"
+        f"a period of {p.period} kernels ({p.cover:.0%} of the recurring kernel names run at"
+        " the same place in most periods);"
         f" each step starts at {p.boundary_name[:60]!r}, found by {p.how}"
     )
     premise = None
@@ -98,9 +119,14 @@ def _period(df: pl.DataFrame) -> Steps | None:
         premise = "period"
         detail += "; every period is taken for a decode step"
         ranges = ranges.with_columns(
-            phase=pl.when(pl.col("label") != PRE_LABEL).then(pl.lit("decode"))
+            phase=pl.when(~pl.col("label").is_in(NOT_STEPS)).then(pl.lit("decode"))
         )
     out = Steps("period", confidence, detail, ranges, by_device_time, premise)
+    lengths = sorted({(x.rank, x.period) for x in periods}, key=lambda r: r[1])
+    if lengths[-1][1] > lengths[0][1] * (1 + SPREAD) + 2:
+        listing = ", ".join(f"rank {r}: {n}" for r, n in lengths)
+        out.warnings.append(f"the ranks repeat with different periods ({listing} kernels)")
+        out.confidence = "low"
     if p.regular < REGULAR:
         out.warnings.append(
             f"kernel counts per step vary: {p.regular:.0%} of steps hold {p.period} kernels;"

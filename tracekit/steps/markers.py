@@ -16,7 +16,15 @@ from dataclasses import dataclass
 import polars as pl
 
 from tracekit.steps.engines import ENGINE_MARKERS, EngineMarker
-from tracekit.steps.model import empty_ranges, is_host, kind_is, named, numbered, outermost
+from tracekit.steps.model import (
+    OPEN_END,
+    empty_ranges,
+    is_host,
+    kind_is,
+    named,
+    numbered,
+    outermost,
+)
 
 MARKER_KINDS = ("range", "op")
 
@@ -70,9 +78,9 @@ def marker_ranges(df: pl.DataFrame, marker: Marker, host: bool) -> pl.DataFrame:
         tokens=pl.lit(None, pl.Int64) if tokens is None else tokens,
     )
     ranges = outermost(ranges)
-    if marker.open_ended:
+    if marker.open_ended:  # the last one runs to the end of the trace (closed by the caller)
         ranges = ranges.sort("rank", "start").with_columns(
-            end=pl.col("start").shift(-1).over("rank").fill_null(pl.col("end"))
+            end=pl.col("start").shift(-1).over("rank").fill_null(pl.lit(OPEN_END, pl.Int64))
         )
     return numbered(ranges)
 
@@ -80,7 +88,7 @@ def marker_ranges(df: pl.DataFrame, marker: Marker, host: bool) -> pl.DataFrame:
 def borrow_phases(df: pl.DataFrame, ranges: pl.DataFrame, host: bool) -> pl.DataFrame:
     """Phase and tokens of ranges whose markers encode none (``ProfilerStep#N``, Python
     frames) from the engine markers nested inside them: one phase when they agree, ``mixed``
-    when prefill and decode meet, tokens summed when every nested marker has them."""
+    when prefill and decode meet; tokens when a single marker is nested."""
     side = candidates(df, host)
     for marker in MARKERS:
         if marker.decode is None:
@@ -97,7 +105,9 @@ def borrow_phases(df: pl.DataFrame, ranges: pl.DataFrame, host: bool) -> pl.Data
             continue
         phases = within.group_by("rank", "step").agg(
             _phases=pl.col("phase").drop_nulls().unique(),
-            _tokens=pl.when(pl.col("tokens").null_count() == 0).then(pl.col("tokens").sum()),
+            # several forwards in one step (speculative decoding: drafts and a verify) do not
+            # add up to its tokens: tokens only from a single nested marker
+            _tokens=pl.when(pl.len() == 1).then(pl.col("tokens").first()),
         )
         one = pl.col("_phases").list.len() == 1
         phase = pl.when(one).then(pl.col("_phases").list.first()).when(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import polars as pl
 
 WORK_KINDS = ("kernel", "comm", "memcpy", "memset")  # rows that make a device busy
@@ -67,11 +68,21 @@ def named(frame: pl.DataFrame, pattern: str) -> pl.Expr:
 
 
 def outermost(ranges: pl.DataFrame) -> pl.DataFrame:
-    """Drop ranges that start inside an earlier range of the same rank (a marker inside
-    itself, or the copy of one annotation on a second stream)."""
+    """Ranges that are steps of their own, per rank: a range inside a kept one (a marker
+    nested in itself) or overlapping it by half its length or more (the copy of one
+    annotation on a second stream) is dropped; one that only runs into the next by a little
+    (a kernel's tail) stays. One pass over the ranges, which are few (one per step)."""
     ranges = ranges.sort("rank", "start", pl.col("end"), descending=[False, False, True])
-    reach = pl.col("end").cum_max().shift(1).over("rank")
-    return ranges.filter(reach.is_null() | (pl.col("start") >= reach))
+    rank = ranges["rank"].to_numpy()
+    start, end = ranges["start"].to_numpy(), ranges["end"].to_numpy()
+    keep = np.zeros(ranges.height, dtype=bool)
+    reach, last_rank = None, None
+    for i in range(ranges.height):
+        if rank[i] != last_rank or reach is None or start[i] >= reach:
+            keep[i], reach, last_rank = True, end[i], rank[i]
+        elif end[i] > reach and (reach - start[i]) * 2 < end[i] - start[i]:
+            keep[i], reach = True, end[i]
+    return ranges.filter(pl.Series(keep))
 
 
 def numbered(ranges: pl.DataFrame) -> pl.DataFrame:

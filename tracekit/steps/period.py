@@ -1,26 +1,32 @@
 """Period finding: decode steps of a trace with no markers and no graph launches.
 
-A decode step runs the same kernels in the same order every time: ``L`` layer blocks, then
-the final norm, the LM head and sampling. On the busiest device the sequence of kernel names
-(all streams, in time order) is therefore periodic, and one period is one step. Layer blocks
-repeat too (with a shorter period), but only the step period also lines up the kernels that
-run once per step, so it matches the sequence best; a multiple of the period matches as well
-as the period and is not taken.
+A decode step runs the same kernels in much the same order every time: ``L`` layer blocks,
+then the final norm, the LM head and sampling. On the busiest device the kernel names (all
+streams, in time order) therefore recur with the step's period, and one period is one step.
+Layer blocks recur too, with a shorter period; but only a step holds every kernel name of the
+decode, the once-per-step ones (embedding, LM head, sampling) included.
 
-1. Candidate periods: for every kernel name seen at least three times, the median distance
-   (in kernels) between its occurrences, when most distances are that median.
-2. The period is the candidate whose shifted sequence matches the sequence best
-   (``mean(seq[i] == seq[i + P])``), reduced to a divisor that matches as well.
+1. Candidate periods: for every kernel name seen at least twice, the median distance (in
+   kernels) between its occurrences, when most distances are within 10 % of it (so MoE steps
+   that run a few more kernels than others still count).
+2. The period is the smallest candidate whose segments (from one occurrence of its name to
+   the next) each hold nearly every recurring kernel name at much the same place: at least
+   90 % of the names that recur a period apart or more run in three quarters of the segments,
+   within a tenth of a segment of their usual place. A layer's segments miss the
+   once-per-step names; two steps' segments hold them too, but are not the smallest; a
+   prefill's own kernels, all within one step, do not count; random names fill long
+   segments, but not in order.
 3. Names whose occurrences are one period apart run once per step; they anchor the step
    start, which lies a fixed number of rows away from one of them: where the device was idle
    longest before a row (the host's scheduling and sampling between steps); when there is no
    idle time (tokens launched back to back), right after the sampling kernels, else right
    after the longest once-per-step kernel (the LM head). A copy of the sampled tokens back to
-   the host stays with the step that sampled them.
+   the host stays with the step that sampled them, and a step opens on the busiest stream.
 4. Every occurrence of the anchor, shifted by that offset, starts a step; so does every
    earlier place where the run of kernels that opens each step opens one (a prefill step).
-   Kernels before the first step (load, warm-up) are one window of their own; a segment
-   shorter than half a period is not a step and joins the one before it.
+   Kernels before the first step (load, warm-up) are one window of their own, and so is a
+   last step cut short by the end of the trace; a segment shorter than half a period is not a
+   step and joins the one before it.
 
 Everything per kernel is numpy or polars; Python loops run over candidates and anchors.
 """
@@ -32,21 +38,16 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from tracekit.steps.model import (
-    OPEN_END,
-    RANGE_SCHEMA,
-    WORK_KINDS,
-    closed,
-    is_host,
-    kind_is,
-    numbered,
-)
+from tracekit.steps.model import OPEN_END, RANGE_SCHEMA, closed, kind_is, numbered
+from tracekit.steps.placement import work_rows
 
-MIN_PERIODS = 3  # a period must repeat at least this often ...
+MIN_PERIODS = 2  # a period must repeat at least this often ...
 MIN_PERIOD = 4  # ... and hold at least this many kernels
-MIN_MATCH = 0.5  # the best shifted sequence must match at least this share of kernels
-REGULAR = 0.6  # share of a name's distances equal to its median for the name to count
-DIVISOR_SLACK = 0.02  # a divisor of the best period is taken when it matches within this
+REGULAR = 0.6  # share of a name's distances near its median for the name to count
+SPREAD = 0.10  # "near": within this share of the median (at least 2 kernels)
+COVER = 0.9  # share of recurring names that a step period's segments hold ...
+MOST = 0.75  # ... each in at least this share of the segments ...
+PLACE = 0.1  # ... at much the same place: within this share of the segment's length
 MAX_CANDIDATES = 48
 IDLE_FACTOR = 3.0  # a boundary's idle gap must be this many times the usual one ...
 MIN_IDLE_NS = 5_000  # ... and at least this long
@@ -59,6 +60,8 @@ TRAINING = (
 DEVICE_TO_HOST = r"DtoH|Device -> (Pinned|Pageable|Host)|DeviceToHost|DEVICE_TO_HOST|D2H"
 MAX_REACH = 64  # a step starts at most this many rows from a once-per-step kernel
 PRE_LABEL = "before the first period"
+POST_LABEL = "after the last period"  # a last period cut short by the end of the trace
+NOT_STEPS = (PRE_LABEL, POST_LABEL)  # windows of the period method that are not decode steps
 
 
 @dataclass
@@ -68,11 +71,12 @@ class Period:
     rank: int
     lane: pl.DataFrame  # ts, dur, name, corr, category, code, idle: the busiest device
     period: int
-    match: float
+    cover: float  # share of the recurring kernel names that most periods hold
     boundary_name: str
     how: str
     starts: np.ndarray  # positions in lane where a step starts (the pre window excluded)
     regular: float  # share of steps whose kernel count is the period (within tolerance)
+    cut: bool = False  # the last period is cut short by the end of the trace
 
     @property
     def looks_like_decode(self) -> bool:
@@ -84,12 +88,13 @@ class Period:
 
 
 def _tolerance(period: np.ndarray | float) -> np.ndarray | float:
-    return np.maximum(2, 0.05 * np.asarray(period))
+    return np.maximum(2, SPREAD * np.asarray(period))
 
 
 def candidates(codes: np.ndarray) -> pl.DataFrame:
-    """Per name code seen >= 3 times: ``code, count, med`` (median distance between its
-    occurrences) and ``regular`` (share of distances within tolerance of the median)."""
+    """Per name code seen at least :data:`MIN_PERIODS` times: ``code, count, med`` (median
+    distance between its occurrences) and ``regular`` (share of distances within tolerance
+    of the median)."""
     order = np.argsort(codes, kind="stable")
     by_code = codes[order]
     same = by_code[1:] == by_code[:-1]
@@ -100,46 +105,88 @@ def candidates(codes: np.ndarray) -> pl.DataFrame:
         .agg(
             count=pl.len() + 1,
             med=med.round(0).cast(pl.Int64),
-            regular=((pl.col("d") - med).abs() <= pl.max_horizontal(2.0, med * 0.05)).mean(),
+            regular=((pl.col("d") - med).abs() <= pl.max_horizontal(2.0, med * SPREAD)).mean(),
         )
         .filter((pl.col("count") >= MIN_PERIODS) & (pl.col("med") >= MIN_PERIOD))
     )
 
 
-def match_share(codes: np.ndarray, period: int) -> float:
-    """Share of positions whose name equals the name ``period`` kernels later."""
-    if period <= 0 or period >= codes.size:
+def name_cover(codes: np.ndarray, anchors: np.ndarray, spread: np.ndarray) -> float:
+    """How well the segments between anchors look like one step each: the share of the names
+    that recur a period apart or more (``spread``: per code, its last position minus its
+    first) that run in most segments (:data:`MOST` of them) at much the same place in each
+    (their first run within :data:`PLACE` of the segment's length of their usual place);
+    with two segments, the share of their names that both hold there. Segments run from one
+    anchor to the next; the rest after the last anchor (maybe cut short by the end of the
+    trace) counts only when there are fewer than two others. Random names fill long segments
+    too, but not in the same order."""
+    end = int(anchors[-1]) if anchors.size >= 3 else codes.size
+    first = int(anchors[0])
+    positions = np.arange(first, end)
+    span = codes[first:end].astype(np.int64)
+    segment = np.searchsorted(anchors, positions, side="right") - 1
+    segments = int(segment.max()) + 1 if segment.size else 0
+    if segments < 2:
         return 0.0
-    return float(np.count_nonzero(codes[period:] == codes[:-period]) / (codes.size - period))
+    bounds = np.append(anchors[:segments], end)
+    place = (positions - bounds[segment]) / np.maximum(np.diff(bounds)[segment], 1)
+    width = spread.size
+    _, at = np.unique(segment.astype(np.int64) * width + span, return_index=True)
+    runs = pl.DataFrame({"code": span[at], "place": place[at]})
+    per = runs.group_by("code").agg(
+        n=pl.len(), off=(pl.col("place") - pl.col("place").median()).abs().median()
+    )
+    steady = per.filter(pl.col("off") <= PLACE)
+    if segments == 2:  # two periods: they hold the same names at the same places
+        return steady.filter(pl.col("n") == 2).height / max(per.height, 1)
+    period = int(np.median(np.diff(anchors)))
+    recurring = np.count_nonzero(spread >= period)  # not a prefill's kernels, in one step
+    wide = spread[steady["code"].to_numpy()] >= period
+    common = np.count_nonzero((steady["n"].to_numpy() >= np.ceil(MOST * segments)) & wide)
+    return common / recurring if recurring >= 2 else 0.0
+
+
+def spreads(codes: np.ndarray) -> np.ndarray:
+    """Per name code, the distance from its first occurrence to its last."""
+    width = int(codes.max()) + 1
+    positions = np.arange(codes.size)
+    first = np.full(width, codes.size)
+    last = np.full(width, -1)
+    np.minimum.at(first, codes, positions)
+    np.maximum.at(last, codes, positions)
+    return np.maximum(last - first, 0)
 
 
 def best_period(codes: np.ndarray, names: pl.DataFrame) -> tuple[int, float] | None:
-    """The step period of a code sequence and how well it matches, or None."""
-    regular = names.filter(
-        (pl.col("regular") >= REGULAR) & (pl.col("med") * MIN_PERIODS <= codes.size)
+    """The step period of a code sequence and its name cover, or None: the smallest candidate
+    whose segments hold nearly every recurring name (:func:`name_cover`)."""
+    regular = names.filter(  # names that recur through most of the sequence, not in a burst
+        (pl.col("regular") >= REGULAR)
+        & (pl.col("med") * MIN_PERIODS <= codes.size)
+        & (pl.col("med") * pl.col("count") * 2 >= codes.size)
     )
     if not regular.height:
         return None
-    support = regular.group_by("med").agg(n=pl.len()).sort(["n", "med"], descending=True)
-    periods = support["med"].head(MAX_CANDIDATES).to_numpy()
-    scores = {int(p): match_share(codes, int(p)) for p in periods}
-    top = max(scores.values())
-    if top < MIN_MATCH:
-        return None
-    best = min(p for p, s in scores.items() if s == top)
-    for p in sorted(scores):  # the smallest divisor of the best that matches as well
-        k = round(best / p)
-        divides = p < best and k >= 2 and abs(best - k * p) <= _tolerance(best)
-        if divides and scores[p] >= top - DIVISOR_SLACK:
-            return p, scores[p]
-    return best, top
+    anchors = (  # per candidate period, the most regular and frequent name at it
+        regular.sort(["regular", "count", "code"], descending=[True, True, False])
+        .unique(subset="med", keep="first")
+        .sort("med", "code")
+        .head(MAX_CANDIDATES)
+    )
+    spread = spreads(codes)
+    for period, code in anchors.select("med", "code").iter_rows():
+        cover = name_cover(codes, np.flatnonzero(codes == code), spread)
+        if cover >= COVER:
+            return int(period), cover
+    return None
 
 
 def _lane(rows: pl.DataFrame) -> pl.DataFrame:
     """The work rows of one rank's busiest device, all streams in time order, with name codes
     and the device idle time before each row."""
     device = rows.group_by("device").len().sort(["len", "device"], descending=[True, False])
-    lane = rows.filter(pl.col("device") == device["device"][0]).sort("ts", "stream")
+    lane = rows.filter(pl.col("device") == device["device"][0])
+    lane = lane.sort("ts", "stream", maintain_order=True)
     reach = (pl.col("ts") + pl.col("dur")).cum_max().shift(1)
     lane = lane.with_columns(idle=(pl.col("ts") - reach).clip(0).fill_null(0))
     if "category" not in lane.columns:
@@ -183,7 +230,8 @@ def _boundary(lane: pl.DataFrame, once: pl.DataFrame, period: int) -> tuple[np.n
     sampling = (lane["category"].cast(pl.String) == "sampling").fill_null(False).to_numpy()
     after_sampling = np.zeros(n, dtype=np.float64)
     after_sampling[1:] = sampling[:-1] & ~sampling[1:]
-    anchors = once.sort(["regular", "count"], descending=True)["code"].head(16).to_list()
+    ranked = once.sort(["regular", "count", "code"], descending=[True, True, False])
+    anchors = ranked["code"].head(16).to_list()
     best_idle = (-np.inf, None, 0)
     best_sampling = (-np.inf, None, 0)
     for code in anchors:
@@ -265,13 +313,32 @@ def _past_copies_out(lane: pl.DataFrame, starts: np.ndarray) -> np.ndarray:
     return starts[starts < out.size]
 
 
+def _on_main_stream(lane: pl.DataFrame, starts: np.ndarray) -> np.ndarray:
+    """Starts on a communication kernel of another stream moved to the next row of the
+    busiest stream: the collective of the step before that begins a moment early on its own
+    stream does not open a step (an input copy on a copy stream does)."""
+    streams = lane["stream"].fill_null(-1).to_numpy()
+    values, counts = np.unique(streams, return_counts=True)
+    on_main = streams == values[np.argmax(counts)]
+    comm = (lane["category"].cast(pl.String) == "comm").fill_null(False).to_numpy()
+    movable = comm & ~on_main
+    main = np.flatnonzero(on_main)
+    at = np.searchsorted(main, starts)
+    moved = np.where(at < main.size, main[np.minimum(at, main.size - 1)], -1)
+    out = np.where(movable[starts], moved, starts)
+    return out[out >= 0]
+
+
 def _merged_starts(starts: np.ndarray, n: int, period: int) -> np.ndarray:
     """Step starts, dropping those whose segment is shorter than half a period (it joins
-    the segment before it; a short first one joins the window before the first period)."""
+    the segment before it; a short first one joins the window before the first period). The
+    last segment stays: when the trace ends inside a step it is a window of its own."""
     if not starts.size:
         return starts
     ends = np.append(starts[1:], n)
-    return starts[(ends - starts) * 2 >= period]
+    keep = (ends - starts) * 2 >= period
+    keep[-1] = True
+    return starts[keep]
 
 
 def find_period(rows: pl.DataFrame, rank: int) -> Period | None:
@@ -285,7 +352,7 @@ def find_period(rows: pl.DataFrame, rank: int) -> Period | None:
     found = best_period(codes, names)
     if found is None:
         return None
-    period, match = found
+    period, cover = found
     once = names.filter(
         (pl.col("regular") >= REGULAR) & ((pl.col("med") - period).abs() <= _tolerance(period))
     )
@@ -293,6 +360,7 @@ def find_period(rows: pl.DataFrame, rank: int) -> Period | None:
         return None
     starts, how = _boundary(lane, once, period)
     starts = _past_copies_out(lane, np.unique(starts[(starts >= 0) & (starts < codes.size)]))
+    starts = _on_main_stream(lane, starts)
     starts = _merged_starts(np.unique(starts), codes.size, period)
     if starts.size:
         starts = _merged_starts(_earlier_starts(codes, starts), codes.size, period)
@@ -300,17 +368,16 @@ def find_period(rows: pl.DataFrame, rank: int) -> Period | None:
         return None
     counts = np.diff(np.append(starts, codes.size))
     regular = float(np.mean(np.abs(counts[:-1] - period) <= _tolerance(period)))
+    cut = bool(period - counts[-1] > _tolerance(period))  # the trace ends inside a step
     name = lane["name"].cast(pl.String)[int(starts[0])]
-    return Period(rank, lane, period, match, str(name), how, starts, regular)
+    return Period(rank, lane, period, cover, str(name), how, starts, regular, cut)
 
 
 def by_period(df: pl.DataFrame) -> tuple[pl.DataFrame, bool, list[Period]]:
     """Step ranges from the period of every rank's kernels: ``(ranges, by_device_time,
     periods)``; empty ranges when no rank repeats. Ranges are host launch times when every
     boundary kernel has a launch call, else device times."""
-    work = df.filter(kind_is(*WORK_KINDS) & ~is_host()).with_columns(
-        pl.col("rank").fill_null(0).cast(pl.Int32)
-    )
+    work = work_rows(df).with_columns(pl.col("rank").fill_null(0).cast(pl.Int32))
     periods = []
     for (rank,), rows in work.group_by("rank", maintain_order=True):
         found = find_period(rows, int(rank))
@@ -337,9 +404,12 @@ def by_period(df: pl.DataFrame) -> tuple[pl.DataFrame, bool, list[Period]]:
     for p, bounds in frames:
         start = bounds["launch"] if host_times else bounds["ts"]
         head = int(p.starts[0])
-        ranges = pl.DataFrame(
-            {"rank": p.rank, "start": start, "label": [f"period {i}" for i in range(len(start))]}
-        ).with_columns(end=pl.col("start").shift(-1).fill_null(pl.lit(OPEN_END, pl.Int64)))
+        labels = [f"period {i}" for i in range(len(start))]
+        if p.cut:
+            labels[-1] = POST_LABEL
+        ranges = pl.DataFrame({"rank": p.rank, "start": start, "label": labels}).with_columns(
+            end=pl.col("start").shift(-1).fill_null(pl.lit(OPEN_END, pl.Int64))
+        )
         if head > 0:  # the load / warm-up / prefill window before the first period
             pre_start = _first_ts(df, p.rank)
             pre = pl.DataFrame(

@@ -15,6 +15,8 @@ from importlib import resources
 
 import polars as pl
 
+from tracekit.steps.period import NOT_STEPS
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -78,5 +80,7 @@ def infer_phases(steps_ranges: pl.DataFrame, work: pl.DataFrame,
         return steps_ranges, 0
     joined = steps_ranges.join(found.rename({"phase": "_k"}), on=["rank", "step"], how="left")
     new = pl.coalesce("_k", "phase") if override else pl.coalesce("phase", "_k")
+    # the period method's load and cut-short windows are no steps: they keep no phase
+    new = pl.when(pl.col("label").is_in(NOT_STEPS)).then(pl.col("phase")).otherwise(new)
     changed = int(joined.select((new.ne_missing(pl.col("phase"))).sum()).item())
     return joined.with_columns(phase=new).drop("_k"), changed

@@ -1,7 +1,8 @@
 """Device rows placed in steps, and the steps' device windows.
 
 A device row belongs to the step that launched it: the host range holding its launch call
-(joined by correlation id). A row without a launch link (Ascend HCCL tasks, some copies and
+(joined by correlation id); one launched outside every step belongs to none. A row without a
+launch link (Ascend HCCL tasks, some copies and
 communication rows) belongs to the step whose *device* window contains it, the windows built
 from the rows that do have links, per rank and device; where the export names the row's step
 itself (torch_npu ``Step Id``), that step. The host range its start falls in is the last
@@ -127,10 +128,12 @@ def assign(df: pl.DataFrame, steps: Steps) -> pl.DataFrame:
     )
     work = work.join(launches, on=["rank", "corr"], how="left", maintain_order="left")
     by_launch = step_at(work, "_launch", ranges, ["rank"], ends=True)
+    # launched, but outside every step's host range (before the first, after the last): none
+    unlinked = by_launch.is_null() & work["_launch"].is_null()
     work = work.drop("_launch").with_columns(step=by_launch)
-    unlinked = by_launch.is_null()
+    launched = pl.when(pl.col("step").is_null()).then(pl.lit("none")).otherwise(pl.lit("launch"))
     if not unlinked.any():
-        return work.with_columns(placed=pl.lit("launch", PLACED))
+        return work.with_columns(placed=launched.cast(PLACED))
     # the other ways only for the rows without a launch (usually few)
     windows = _device_windows(work, by_launch)
     rest = work.filter(unlinked)
@@ -142,7 +145,7 @@ def assign(df: pl.DataFrame, steps: Steps) -> pl.DataFrame:
     order = pl.int_range(pl.len(), dtype=pl.UInt32)
     where = work.select(order.filter(unlinked).alias("i"))["i"]
     step = work["step"].scatter(where, rest["step"])
-    placed = pl.repeat("launch", work.height, eager=True).cast(PLACED).alias("placed")
+    placed = work.select(launched.cast(PLACED).alias("placed"))["placed"]
     placed = placed.scatter(where, rest["placed"])
     return work.with_columns(step=step, placed=placed)
 
