@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from tracekit.checks import Check, run_checks
 from tracekit.metrics import MIN_BUBBLE_NS, clipped, phase_summary, step_metrics
 from tracekit.rules.base import Context, Finding
 from tracekit.rules.overlap import pair_overlap, stream_busy
@@ -37,6 +38,7 @@ class Analysis:
     step_metrics: pl.DataFrame
     findings: list[Finding] = field(default_factory=list)
     rules: list[str] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
 
     @cached_property
     def placement(self) -> dict[str, int]:
@@ -72,6 +74,7 @@ class Analysis:
             "low_confidence": self.low_confidence,
             "steps": steps_summary(self.steps, self.placement),
             "phases": phase_summary(self.step_metrics),
+            "checks": [c.to_dict() for c in self.checks],
             "rules": self.rules,
             "step_metrics": self.step_metrics.to_dicts(),
             "findings": [f.to_dict() for f in self.findings],
@@ -145,6 +148,16 @@ def analyze(
     findings = [finding for rule in chosen for finding in rule.run(ctx)]
     order = {"error": 0, "warning": 1, "info": 2}
     findings.sort(key=lambda f: (f.step is None, f.step or 0, order.get(f.severity, 3), f.rule))
+    checks = run_checks(rows, work, wins, metrics, steps, timeline.meta)
     return Analysis(
-        timeline, rows, work, in_windows, steps, wins, metrics, findings, [r.id for r in chosen]
+        timeline,
+        rows,
+        work,
+        in_windows,
+        steps,
+        wins,
+        metrics,
+        findings,
+        [r.id for r in chosen],
+        checks,
     )

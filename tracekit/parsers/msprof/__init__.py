@@ -222,6 +222,7 @@ def _metadata(
             "files",
             "steps",
             "step_trace_us",
+            "summaries",
             "overlap_analysis_ns",
             "stream_id_key",
             "clock",
@@ -231,6 +232,7 @@ def _metadata(
     else:
         meta["files"] = {str(r): one.meta.get("files", []) for one, r in zip(loaded, ranks)}
         meta["steps"] = sorted({s for one in loaded for s in one.meta.get("steps", [])})
+        meta["summaries"] = [x for one in loaded for x in one.meta.get("summaries", [])]
         per_rank = {
             str(r): one.meta["overlap_analysis_ns"]
             for one, r in zip(loaded, ranks)

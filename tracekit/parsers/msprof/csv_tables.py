@@ -121,7 +121,8 @@ def read_header(path: Path) -> list[str]:
 
 
 def csv_role(columns: list[str]) -> str | None:
-    """``op`` (op_summary / kernel_details), ``task_time``, ``step_trace`` or None."""
+    """``op`` (op_summary / kernel_details), ``task_time``, ``step_trace``, ``op_statistic``
+    or None."""
     cols = set(columns)
     if {"kernel_type", "task_start(us)"} <= cols:
         return "task_time"
@@ -131,6 +132,8 @@ def csv_role(columns: list[str]) -> str | None:
         return "op"
     if {"Step", "Computing", "Free"} <= cols:
         return "step_trace"
+    if {"OP Type", "Count", "Total Time(us)"} <= cols:
+        return "op_statistic"
     return None
 
 

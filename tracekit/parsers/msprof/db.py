@@ -19,7 +19,7 @@ import polars as pl
 from tracekit.engine_frames import STEP_FUNCTIONS
 from tracekit.errors import TraceError
 from tracekit.parsers._sqlite import SqliteSource
-from tracekit.parsers.msprof import device, hccl, host
+from tracekit.parsers.msprof import device, hccl, host, summaries
 from tracekit.parsers.msprof.layout import Source
 from tracekit.parsers.msprof.meta import device_info, profiler_settings
 from tracekit.parsers.msprof.rows import NO_ID, Loaded, with_args
@@ -479,4 +479,8 @@ def _meta(db: DbReader, loaded: Loaded, source: Source, tasks: pl.DataFrame) -> 
         **{k: v for k, v in settings.items() if k not in ("rank", "export_type")},
     }
     meta.setdefault("steps", [])
+    analysis = source.db.parent / "analysis.db"  # torch_npu's own per-step summary
+    found = summaries.analysis_db(analysis, loaded.rank) if analysis.is_file() else None
+    if found:
+        meta["summaries"] = [found]
     loaded.warnings += db.src.warnings

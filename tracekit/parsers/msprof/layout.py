@@ -63,6 +63,7 @@ class Source:
     op_details: list[Path] = field(default_factory=list)
     task_time: list[Path] = field(default_factory=list)
     step_trace: list[Path] = field(default_factory=list)
+    op_statistic: list[Path] = field(default_factory=list)
     db: Path | None = None
     info: list[Path] = field(default_factory=list)
     start_info: dict[int, Path] = field(default_factory=dict)
@@ -139,6 +140,7 @@ def _text_source(folder: Path, root: Path) -> Source | None:
         op_details=roles.get("op", []),
         task_time=roles.get("task_time", []),
         step_trace=roles.get("step_trace", []),
+        op_statistic=roles.get("op_statistic", []),
     )
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from tracekit.parsers.msprof import device, hccl, host
+from tracekit.parsers.msprof import device, hccl, host, summaries
 from tracekit.parsers.msprof.csv_tables import read_op_details, read_step_trace, read_task_time
 from tracekit.parsers.msprof.layout import Source
 from tracekit.parsers.msprof.meta import PLATFORMS, clock_anchor, device_info, profiler_settings
@@ -248,6 +248,12 @@ def _meta(loaded: Loaded, source: Source, layers: Layers, details: pl.DataFrame 
         frame = pl.concat(trace, how="diagonal_relaxed")
         meta["step_trace_us"] = frame.to_dicts()
         steps |= {int(s) for s in frame["Step"].drop_nulls().to_list() if str(s).isdigit()}
+        meta["summaries"] = [summaries.step_trace(meta["step_trace_us"], source.step_trace[0].name,
+                                                  loaded.rank)]  # fmt: skip
+    for path in source.op_statistic:
+        found = summaries.op_statistic(path, loaded.device, loaded.rank)
+        if found:
+            meta.setdefault("summaries", []).append(found)
     meta["steps"] = sorted(steps)
     known, run = device_info(source.info)
     loaded.devices = known

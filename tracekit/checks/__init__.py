@@ -1,0 +1,31 @@
+"""tracekit checks its own numbers: accounting identities on every analysis
+(:mod:`.identities`) and the vendor's own summaries where the export has them
+(:mod:`.vendor`). :func:`run_checks` gives them failing first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from tracekit.checks.identities import identity_checks
+from tracekit.checks.model import STATUSES, Check, ordered
+from tracekit.checks.vendor import vendor_checks
+from tracekit.steps import Steps
+
+__all__ = ["STATUSES", "Check", "ordered", "run_checks"]
+
+
+def run_checks(
+    rows: pl.DataFrame,
+    work: pl.DataFrame,
+    windows: pl.DataFrame,
+    metrics: pl.DataFrame,
+    steps: Steps,
+    meta: dict[str, Any],
+) -> list[Check]:
+    """Every check of one analysis, failing ones first."""
+    labels = steps.ranges.select("rank", "step", "label")
+    checks = identity_checks(rows, work, windows, metrics, steps, meta)
+    checks += vendor_checks(work, metrics, labels, meta)
+    return ordered(checks)

@@ -1,0 +1,157 @@
+"""Accounting identities every analysis must satisfy, whatever the trace: the step windows
+cover the device's busy time, categories add up to the kernel time, no single step holds
+most of the time, rows are placed by their launch, device rows name their device, and a
+multi-device trace communicates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from tracekit.checks.model import Check
+from tracekit.intervals import lengths, merge
+from tracekit.steps import WORK_KINDS, Steps
+from tracekit.steps.period import NOT_STEPS
+
+COVER = 0.99  # step windows hold at least this share of the busy time between the steps
+GIANT_SHARE, GIANT_STEPS = 0.5, 4
+KEY = ["rank", "device"]
+
+
+def _ns(value: float) -> str:
+    return f"{value:,.0f} ns"
+
+
+def window_cover(work: pl.DataFrame, windows: pl.DataFrame, metrics: pl.DataFrame) -> Check:
+    """The busy time inside step windows against all busy time from the first step's start
+    to the last step's end (per rank and device)."""
+    if not windows.height:
+        return Check("steps.cover", "pass", "no step windows: nothing to cover")
+    span = windows.group_by(KEY).agg(_from=pl.col("start").min(), _to=pl.col("end").max())
+    rows = work.join(span, on=KEY, how="inner").with_columns(
+        ts=pl.max_horizontal("ts", "_from"),
+        _end=pl.min_horizontal(pl.col("ts") + pl.col("dur"), pl.col("_to")),
+    )
+    rows = rows.filter(pl.col("_end") > pl.col("ts")).with_columns(
+        dur=pl.col("_end") - pl.col("ts")
+    )
+    total = int(lengths(merge(rows, KEY), KEY)["ns"].sum() or 0)
+    inside = int(metrics["busy_ns"].sum() or 0)
+    share = inside / total if total else 1.0
+    status = "pass" if share >= COVER else "fail"
+    detail = (
+        f"step windows hold {share:.2%} of the device busy time between the first and the last"
+        f" step ({_ns(inside)} of {_ns(total)}; at least {COVER:.0%} expected)"
+    )
+    return Check("steps.cover", status, detail, total, inside)
+
+
+def categories_add_up(work: pl.DataFrame, metrics: pl.DataFrame) -> Check:
+    """The per-category times of every step add up to the time of its device rows."""
+    want = int(work.filter(pl.col("step").is_not_null())["dur"].sum() or 0)
+    got = int(metrics.select(pl.sum_horizontal(pl.col("^cat_.*_ns$")).sum()).item() or 0)
+    status = "pass" if got == want else "fail"
+    detail = f"category times add up to {_ns(got)}; the device rows in steps take {_ns(want)}"
+    return Check("categories.sum", status, detail, want, got)
+
+
+def no_giant_step(work: pl.DataFrame, steps: Steps) -> Check:
+    """With four or more steps of one phase, none holds more than half of their device time."""
+    labels = steps.ranges.select("rank", "step", "label", "phase")
+    per = (
+        work.filter(pl.col("step").is_not_null())
+        .group_by("rank", "step")
+        .agg(ns=pl.col("dur").sum())
+        .join(labels, on=["rank", "step"], how="left")
+        .filter(~pl.col("label").is_in(NOT_STEPS).fill_null(False))
+    )
+    group = ["rank", pl.col("phase").fill_null("unknown")]
+    per = per.with_columns(
+        share=pl.col("ns") / pl.col("ns").sum().over(group), n=pl.len().over(group)
+    ).filter(pl.col("n") >= GIANT_STEPS)
+    if not per.height:
+        return Check("steps.giant", "pass", f"fewer than {GIANT_STEPS} steps of one phase")
+    top = per.sort("share", descending=True).row(0, named=True)
+    status = "pass" if top["share"] <= GIANT_SHARE else "fail"
+    detail = (
+        f"the largest step (rank {top['rank']} step {top['step']}) holds {top['share']:.0%} of"
+        f" the device time of its phase's {top['n']} steps (at most {GIANT_SHARE:.0%} expected)"
+    )
+    return Check("steps.giant", status, detail, GIANT_SHARE, round(top["share"], 4))
+
+
+def placement(work: pl.DataFrame) -> Check:
+    """Device rows placed by host time only (they may sit a step late)."""
+    total = int(work["dur"].sum() or 0)
+    by_host = (
+        work.filter(pl.col("placed") == "host_time") if "placed" in work.columns else work.clear()
+    )
+    if not by_host.height:
+        return Check("steps.placement", "pass", "no device row was placed by host time alone", 0, 0)
+    share = int(by_host["dur"].sum()) / total if total else 0.0
+    detail = (
+        f"{by_host.height:,} device rows ({share:.1%} of device time) had no launch link and no"
+        " device window: placed by the host step range their start falls in"
+    )
+    return Check("steps.placement", "warn", detail, 0, by_host.height)
+
+
+def device_index(rows: pl.DataFrame) -> Check:
+    """Device rows whose device index the trace does not give (analysed as the rank's one
+    device, or device 0)."""
+    device_rows = rows.filter(pl.col("kind").cast(pl.String).is_in(WORK_KINDS))
+    missing = device_rows["device"].null_count()
+    if not missing:
+        return Check("rows.device", "pass", "every device row names its device", 0, 0)
+    detail = (
+        f"{missing:,} of {device_rows.height:,} device rows have no device index; analysed on"
+        " their rank's only device (or device 0)"
+    )
+    return Check("rows.device", "warn", detail, 0, missing)
+
+
+def communicates(work: pl.DataFrame, meta: dict[str, Any]) -> Check:
+    """A trace of several ranks or devices with no communication at all is suspicious: its
+    collectives probably run in kernels tracekit does not know."""
+    places = work.select(KEY).unique().height
+    ranks = len(meta.get("ranks") or []) or work["rank"].n_unique()
+    world = int(meta.get("world_size") or 1)
+    comm = int(work.filter(pl.col("is_comm"))["dur"].sum() or 0)
+    several = max(places, ranks, world) > 1
+    if not several or comm:
+        detail = f"communication {_ns(comm)}" + ("" if several else " (one device)")
+        return Check("comm.present", "pass", detail, None, comm)
+    detail = (
+        f"{max(places, ranks, world)} ranks/devices but no communication kernel was recognised;"
+        " add the collective's kernels with --patterns"
+    )
+    return Check("comm.present", "warn", detail, None, 0)
+
+
+def confidence(steps: Steps) -> Check:
+    """How sure the step finding is."""
+    status = "warn" if steps.confidence in ("low", "none") else "pass"
+    why = f"; {steps.warnings[0]}" if steps.warnings else ""
+    detail = f"steps found by {steps.method} with {steps.confidence} confidence{why}"
+    return Check("steps.confidence", status, detail, None, steps.confidence)
+
+
+def identity_checks(
+    rows: pl.DataFrame,
+    work: pl.DataFrame,
+    windows: pl.DataFrame,
+    metrics: pl.DataFrame,
+    steps: Steps,
+    meta: dict[str, Any],
+) -> list[Check]:
+    """Every identity check, in a fixed order."""
+    return [
+        confidence(steps),
+        window_cover(work, windows, metrics),
+        categories_add_up(work, metrics),
+        no_giant_step(work, steps),
+        placement(work),
+        device_index(rows),
+        communicates(work, meta),
+    ]

@@ -1,0 +1,129 @@
+"""tracekit's numbers against the vendor's own summaries, where the export has them.
+
+Parsers keep what they find in ``meta["summaries"]``: a list of ``{"kind", "source", "key",
+"rank", "rows"}`` (``rank`` when the summary is one rank's):
+
+* ``kind == "steps"`` (torch_npu ``step_trace_time.csv``, ``analysis.db`` StepTraceTime):
+  rows ``{step, computing_ns, not_overlapped_ns, overlapped_ns}``, compared with the steps'
+  compute, exposed communication and overlapped communication;
+* ``kind == "kernels"`` (rocprof ``*stats.csv``, ``op_statistic``, ``kernel_details``): rows
+  ``{key, calls, total_ns}`` per kernel name (``key == "name"``) or per operator type
+  (``key == "op_type"``), compared with the device rows' count and summed duration.
+
+A value agrees within :data:`REL` of the vendor's, or :data:`ABS_NS` (the vendors round to
+the µs); the first step or kernel that disagrees is named with both values.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import polars as pl
+
+from tracekit.checks.model import Check
+
+REL = 0.01  # relative tolerance ...
+ABS_NS = 1_000  # ... or absolute, whichever is larger
+STEP_FIELDS = {  # summary field -> step_metrics expression
+    "computing_ns": pl.col("compute_ns"),
+    "not_overlapped_ns": pl.col("exposed_comm_ns"),
+    "overlapped_ns": pl.col("comm_ns") - pl.col("exposed_comm_ns"),
+}
+
+
+def _close(want: float, got: float) -> bool:
+    return abs(got - want) <= max(ABS_NS, REL * abs(want))
+
+
+def _steps_check(summary: dict[str, Any], metrics: pl.DataFrame, labels: pl.DataFrame) -> Check:
+    """Per step: the vendor's compute / exposed / overlapped communication against ours."""
+    source = summary.get("source", "?")
+    name = f"vendor.steps:{source}"
+    if summary.get("rank") is not None:  # one rank's summary
+        metrics = metrics.filter(pl.col("rank") == summary["rank"])
+    ours = (
+        metrics.join(labels, on=["rank", "step"], how="left")
+        .with_columns(number=pl.col("label").str.extract(r"(\d+)\s*$"))
+        .group_by("number")
+        .agg(*(expr.sum().alias(field) for field, expr in STEP_FIELDS.items()))
+    )
+    found = {str(r["number"]): r for r in ours.iter_rows(named=True) if r["number"] is not None}
+    compared, worst = 0, None
+    for row in summary.get("rows", []):
+        step = str(row.get("step"))
+        if step not in found:
+            continue
+        for field in STEP_FIELDS:
+            want, got = row.get(field), found[step][field]
+            if want is None or got is None:
+                continue
+            compared += 1
+            if not _close(want, got):
+                off = abs(got - want) / max(abs(want), 1)
+                if worst is None or off > worst[0]:
+                    worst = (off, step, field, want, got)
+    if not compared:
+        steps = ", ".join(str(r.get("step")) for r in summary.get("rows", [])[:5])
+        return Check(name, "warn", f"{source} names steps ({steps}) that no step found here has")
+    if worst is None:
+        return Check(name, "pass", f"{compared} step values agree with {source}", compared, 0)
+    off, step, field, want, got = worst
+    detail = (
+        f"step {step}: {field.removesuffix('_ns')} {got:,.0f} ns here, {want:,.0f} ns in {source}"
+        f" ({off:.1%} off)"
+    )
+    return Check(name, "fail", detail, round(want), round(got))
+
+
+def _kernels_check(summary: dict[str, Any], work: pl.DataFrame) -> Check:
+    """Per kernel name (or operator type): the vendor's calls and total time against ours."""
+    source, key = summary.get("source", "?"), summary.get("key", "name")
+    name = f"vendor.kernels:{source}"
+    rows = work.filter(pl.col("kind").cast(pl.String).is_in(["kernel", "comm"]))
+    if summary.get("rank") is not None:
+        rows = rows.filter(pl.col("rank") == summary["rank"])
+    if key == "name":
+        by = pl.col("name").cast(pl.String)
+    else:
+        by = pl.col("args").str.json_path_match(f"$.{key}")
+    ours = rows.group_by(by.alias("key")).agg(calls=pl.len(), total_ns=pl.col("dur").sum())
+    found = {r["key"]: r for r in ours.iter_rows(named=True)}
+    worst, compared, missing = None, 0, []
+    for row in summary.get("rows", []):
+        got = found.get(row.get("key"))
+        if got is None:
+            missing.append(str(row.get("key")))
+            continue
+        compared += 1
+        if got["calls"] != row.get("calls") or not _close(row["total_ns"], got["total_ns"]):
+            off = abs(got["total_ns"] - row["total_ns"]) / max(row["total_ns"], 1)
+            if worst is None or off > worst[0]:
+                worst = (off, row, got)
+    if missing:
+        detail = f"{len(missing)} {key}s of {source} have no row here, e.g. {missing[0][:80]!r}"
+        return Check(name, "fail", detail, len(summary.get("rows", [])), compared)
+    if worst is None:
+        detail = f"{compared} {key}s agree with {source} in calls and time"
+        return Check(name, "pass", detail, compared, compared)
+    off, row, got = worst
+    detail = (
+        f"{str(row['key'])[:80]!r}: {got['calls']} calls, {got['total_ns']:,} ns here;"
+        f" {row['calls']} calls, {row['total_ns']:,.0f} ns in {source} ({off:.1%} off)"
+    )
+    return Check(name, "fail", detail, round(row["total_ns"]), got["total_ns"])
+
+
+def vendor_checks(
+    work: pl.DataFrame, metrics: pl.DataFrame, labels: pl.DataFrame, meta: dict[str, Any]
+) -> list[Check]:
+    """One check per vendor summary the parser kept."""
+    out = []
+    for summary in meta.get("summaries") or []:
+        if isinstance(summary, str):
+            summary = json.loads(summary)
+        if summary.get("kind") == "steps":
+            out.append(_steps_check(summary, metrics, labels))
+        elif summary.get("kind") == "kernels":
+            out.append(_kernels_check(summary, work))
+    return out

@@ -1,0 +1,79 @@
+"""The vendor's own summaries of an Ascend output, kept for ``tracekit.checks``:
+torch_npu ``step_trace_time.csv`` / ``analysis.db`` StepTraceTime (per step), and
+``op_statistic.csv`` (per operator type). Each becomes one ``meta["summaries"]`` entry
+(``tracekit.checks.vendor`` documents the shape); times in ns."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from tracekit.parsers.msprof.csv_tables import read_header
+from tracekit.parsers.msprof.times import clean_text, float_text
+
+US = 1_000.0
+STEP_COLUMNS = {  # step_trace_time.csv header / analysis.db column -> summary field
+    "Computing": "computing_ns",
+    "Communication(Not Overlapped)": "not_overlapped_ns",
+    "Overlapped": "overlapped_ns",
+    "computing": "computing_ns",
+    "communication_not_overlapped": "not_overlapped_ns",
+    "overlapped": "overlapped_ns",
+}
+
+
+def _step_rows(records: list[dict[str, Any]], step_key: str) -> list[dict[str, Any]]:
+    rows = []
+    for record in records:
+        row: dict[str, Any] = {"step": str(record.get(step_key))}
+        for column, field in STEP_COLUMNS.items():
+            if record.get(column) is not None:
+                row[field] = float(record[column]) * US
+        rows.append(row)
+    return rows
+
+
+def step_trace(records: list[dict[str, Any]], source: str, rank: int | None) -> dict[str, Any]:
+    """``step_trace_time.csv`` rows (µs, as :func:`~.csv_tables.read_step_trace` reads them)."""
+    return {"kind": "steps", "source": source, "rank": rank, "rows": _step_rows(records, "Step")}
+
+
+def analysis_db(path: Path, rank: int | None) -> dict[str, Any] | None:
+    """torch_npu's ``analysis.db`` StepTraceTime (beside the db export), or None."""
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            cursor = db.execute("SELECT * FROM StepTraceTime")
+            names = [d[0] for d in cursor.description]
+            records = [dict(zip(names, r)) for r in cursor.fetchall()]
+    except sqlite3.Error:
+        return None
+    rows = _step_rows(records, "step")
+    return {"kind": "steps", "source": path.name, "rank": rank, "rows": rows} if rows else None
+
+
+def op_statistic(path: Path, device: int | None, rank: int | None) -> dict[str, Any] | None:
+    """``op_statistic.csv``: per operator type (summed over core types), calls and total
+    time; only this device's rows when the file has a ``Device_id`` column."""
+    columns = read_header(path)
+    if not {"OP Type", "Count", "Total Time(us)"} <= set(columns):
+        return None
+    try:
+        raw = pl.read_csv(path, infer_schema=False)
+    except (pl.exceptions.PolarsError, OSError):
+        return None
+    frame = raw.select(
+        clean_text("OP Type").alias("key"),
+        pl.col("Count").cast(pl.Int64, strict=False).alias("calls"),
+        float_text("Total Time(us)").alias("us"),
+        *([pl.col("Device_id").cast(pl.Int64, strict=False)] if "Device_id" in raw.columns else []),
+    )
+    if device is not None and "Device_id" in frame.columns:
+        frame = frame.filter(pl.col("Device_id") == device)
+    table = frame.group_by("key").agg(
+        pl.col("calls").sum(), (pl.col("us").sum() * US).alias("total_ns")
+    )
+    rows = table.sort("key").to_dicts()
+    return {"kind": "kernels", "source": path.name, "key": "op_type", "rank": rank, "rows": rows}
