@@ -9,7 +9,7 @@ no Python per event, and a few thousand distinct names cost milliseconds.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -40,7 +40,10 @@ CATEGORIES = (
 )
 VENDORS = ("nvidia", "amd", "ascend")
 FLAG_COLUMNS = ("category", "is_comm", "is_fused_comm", "is_fallback")
-_ENTRY_KEYS = {"note", "match", "kinds", "engines", "vendors", "category", "comm", "fused_comm"}
+_ENTRY_KEYS = {
+    "note", "match", "kinds", "engines", "vendors", "category", "comm", "fused_comm", "vetted"
+}  # fmt: skip
+_TABLES = ("category", "fallback", "suspect")
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class Pattern:
     category: str = "other"
     comm: bool = False
     fused_comm: bool = False
+    vetted: bool = False  # a name it matches is known, never a suspect (user entries are)
 
     def condition(self, vendor: str | None) -> pl.Expr:
         """The polars condition over columns ``name``, ``kind``, ``engine`` (strings)."""
@@ -72,14 +76,23 @@ class Pattern:
 
 @dataclass(frozen=True)
 class Taxonomy:
-    """The category entries (first match wins) and the fallback entries (any match)."""
+    """The category entries (first match wins), the fallback entries (any match) and the
+    suspect entries: names that look like communication (any match), counted as such with a
+    warning when no communication entry and no vetted entry matched them."""
 
     categories: tuple[Pattern, ...]
     fallbacks: tuple[Pattern, ...]
+    suspects: tuple[Pattern, ...] = ()
 
     def extended(self, other: Taxonomy) -> Taxonomy:
-        """``other``'s entries first, then these."""
-        return Taxonomy(other.categories + self.categories, other.fallbacks + self.fallbacks)
+        """``other``'s entries first, then these; ``other``'s categories are vetted (what a
+        user's file says of a name is final)."""
+        mine = tuple(replace(p, vetted=True) for p in other.categories)
+        return Taxonomy(
+            mine + self.categories,
+            other.fallbacks + self.fallbacks,
+            other.suspects + self.suspects,
+        )
 
 
 def _pattern(entry: Any, where: str) -> Pattern:
@@ -111,30 +124,29 @@ def _pattern(entry: Any, where: str) -> Pattern:
         category=category,
         comm=bool(entry.get("comm", False)) or fused,
         fused_comm=fused,
+        vetted=bool(entry.get("vetted", False)),
     )
 
 
 def parse_patterns(text: str, source: str) -> Taxonomy:
-    """A taxonomy from TOML text (``[[category]]`` and ``[[fallback]]`` arrays)."""
+    """A taxonomy from TOML text (``[[category]]``, ``[[fallback]]``, ``[[suspect]]``)."""
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise TraceError(f"{source}: not valid TOML ({exc})") from None
-    unknown = sorted(set(doc) - {"category", "fallback"})
+    unknown = sorted(set(doc) - set(_TABLES))
     if unknown:
         raise TraceError(
-            f"{source}: unknown table(s) {', '.join(unknown)}; use [[category]] and [[fallback]]"
+            f"{source}: unknown table(s) {', '.join(unknown)};"
+            " use [[category]], [[fallback]] and [[suspect]]"
         )
-    return Taxonomy(
-        tuple(
-            _pattern(e, f"{source} [[category]] #{i + 1}")
-            for i, e in enumerate(doc.get("category", []))
-        ),
-        tuple(
-            _pattern(e, f"{source} [[fallback]] #{i + 1}")
-            for i, e in enumerate(doc.get("fallback", []))
-        ),
-    )
+    tables = {
+        table: tuple(
+            _pattern(e, f"{source} [[{table}]] #{i + 1}") for i, e in enumerate(doc.get(table, []))
+        )
+        for table in _TABLES
+    }
+    return Taxonomy(tables["category"], tables["fallback"], tables["suspect"])
 
 
 @cache
@@ -174,14 +186,9 @@ def vendor_of(meta: dict[str, Any]) -> str | None:
     return None
 
 
-def classify(
-    df: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy | None = None
-) -> pl.DataFrame:
-    """``df`` (timeline rows) with ``category``, ``is_comm``, ``is_fused_comm``, ``is_fallback``.
-
-    Flags are set on device rows only; host rows get a category but no flags.
-    """
-    taxonomy = taxonomy or builtin()
+def _combos(df: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy) -> pl.DataFrame:
+    """The distinct (name, kind, engine) of ``df`` with the flag columns and ``comm_guess``
+    (a device kernel counted as communication only because its name looks like it)."""
     keys = ["name", "kind", "engine"]
     # Distinct combinations, kept in the frame's own dtypes (categoricals join on their codes)
     # beside string copies for the regexes: 2M rows, a few thousand distinct names.
@@ -191,38 +198,85 @@ def classify(
     first = pl.lit(None, pl.Int32)
     for i, pattern in reversed(list(enumerate(taxonomy.categories))):
         first = pl.when(pattern.condition(vendor)).then(pl.lit(i, pl.Int32)).otherwise(first)
-    fallback = (
-        pl.any_horizontal(p.condition(vendor) for p in taxonomy.fallbacks)
-        if (taxonomy.fallbacks)
-        else pl.lit(False)
-    )
+
+    def any_of(patterns: tuple[Pattern, ...]) -> pl.Expr:
+        conditions = [p.condition(vendor) for p in patterns]
+        return pl.any_horizontal(conditions) if conditions else pl.lit(False)
+
     table = pl.DataFrame(
         {
             "_entry": list(range(len(taxonomy.categories))),
             "category": [p.category for p in taxonomy.categories],
             "is_comm": [p.comm for p in taxonomy.categories],
             "is_fused_comm": [p.fused_comm for p in taxonomy.categories],
+            "_vetted": [p.vetted for p in taxonomy.categories],
         },
         schema={
             "_entry": pl.Int32,
             "category": pl.String,
             "is_comm": pl.Boolean,
             "is_fused_comm": pl.Boolean,
+            "_vetted": pl.Boolean,
         },
     )
     device = pl.col("kind").is_in(DEVICE_KINDS)
-    combos = (
-        combos.with_columns(_entry=first, _fallback=fallback)
+    guess = (
+        (pl.col("kind") == "kernel")
+        & ~pl.col("is_comm")
+        & ~pl.col("_vetted").fill_null(False)
+        & pl.col("_suspect")
+    )
+    return (
+        combos.with_columns(_entry=first, _fallback=any_of(taxonomy.fallbacks))
+        .with_columns(
+            _suspect=any_of(tuple(p for p in taxonomy.suspects if not p.vetted))
+            & ~any_of(tuple(p for p in taxonomy.suspects if p.vetted))
+        )
         .join(table, on="_entry", how="left")
         .with_columns(
             category=pl.col("category").fill_null("other"),
             is_comm=(pl.col("is_comm").fill_null(False) & device),
             is_fused_comm=(pl.col("is_fused_comm").fill_null(False) & device),
         )
+        .with_columns(comm_guess=guess.fill_null(False))
+        .with_columns(
+            category=pl.when("comm_guess").then(pl.lit("comm")).otherwise("category"),
+            is_comm=pl.col("is_comm") | pl.col("comm_guess"),
+        )
         .with_columns(is_fallback=pl.col("_fallback") & device & ~pl.col("is_comm"))
-        .select(*(pl.col(f"_key_{k}").alias(k) for k in keys), *FLAG_COLUMNS)
+        .select(*(pl.col(f"_key_{k}").alias(k) for k in keys), *FLAG_COLUMNS, "comm_guess")
     )
+
+
+def classify(
+    df: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy | None = None
+) -> pl.DataFrame:
+    """``df`` (timeline rows) with ``category``, ``is_comm``, ``is_fused_comm``, ``is_fallback``.
+
+    Flags are set on device rows only; host rows get a category but no flags. A device kernel
+    that no entry calls communication but whose name looks like it (``[[suspect]]``) is
+    counted as communication; :func:`guessed_comm` lists those.
+    """
+    combos = _combos(df, vendor, taxonomy or builtin()).drop("comm_guess")
+    keys = ["name", "kind", "engine"]
     return df.join(combos, on=keys, how="left", nulls_equal=True, maintain_order="left")
+
+
+def guessed_comm(
+    df: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy | None = None
+) -> pl.DataFrame:
+    """The kernels of ``df`` counted as communication only because their names look like it:
+    ``name``, ``rows`` and ``ns`` (summed duration), most time first."""
+    combos = _combos(df, vendor, taxonomy or builtin()).filter("comm_guess")
+    if not combos.height:
+        return pl.DataFrame(schema={"name": pl.String, "rows": pl.UInt32, "ns": pl.Int64})
+    keys = ["name", "kind", "engine"]
+    return (
+        df.join(combos.select(keys), on=keys, how="semi", nulls_equal=True)
+        .group_by(pl.col("name").cast(pl.String))
+        .agg(rows=pl.len(), ns=pl.col("dur").sum().cast(pl.Int64))
+        .sort("ns", "name", descending=[True, False])
+    )
 
 
 def classify_timeline(timeline: Timeline, patterns: str | Path | None = None) -> pl.DataFrame:

@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+from tracekit.checks.comm import communicates, unknown_comm
 from tracekit.checks.identities import identity_checks
 from tracekit.checks.model import STATUSES, Check, ordered
 from tracekit.checks.vendor import vendor_checks
@@ -23,9 +24,14 @@ def run_checks(
     metrics: pl.DataFrame,
     steps: Steps,
     meta: dict[str, Any],
+    guessed: pl.DataFrame | None = None,
 ) -> list[Check]:
-    """Every check of one analysis, failing ones first."""
+    """Every check of one analysis, failing ones first. ``guessed`` lists the kernels counted
+    as communication by their look alone (:func:`tracekit.taxonomy.guessed_comm`)."""
     labels = steps.ranges.select("rank", "step", "label")
     checks = identity_checks(rows, work, windows, metrics, steps, meta)
+    checks.append(communicates(work, meta))
+    if guessed is not None:
+        checks.append(unknown_comm(guessed, work))
     checks += vendor_checks(work, metrics, labels, meta)
     return ordered(checks)

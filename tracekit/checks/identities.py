@@ -1,7 +1,6 @@
 """Accounting identities every analysis must satisfy, whatever the trace: the step windows
 cover the device's busy time, categories add up to the kernel time, no single step holds
-most of the time, rows are placed by their launch, device rows name their device, and a
-multi-device trace communicates."""
+most of the time, rows are placed by their launch and device rows name their device."""
 
 from __future__ import annotations
 
@@ -111,24 +110,6 @@ def device_index(rows: pl.DataFrame) -> Check:
     return Check("rows.device", "warn", detail, 0, missing)
 
 
-def communicates(work: pl.DataFrame, meta: dict[str, Any]) -> Check:
-    """A trace of several ranks or devices with no communication at all is suspicious: its
-    collectives probably run in kernels tracekit does not know."""
-    places = work.select(KEY).unique().height
-    ranks = len(meta.get("ranks") or []) or work["rank"].n_unique()
-    world = int(meta.get("world_size") or 1)
-    comm = int(work.filter(pl.col("is_comm"))["dur"].sum() or 0)
-    several = max(places, ranks, world) > 1
-    if not several or comm:
-        detail = f"communication {_ns(comm)}" + ("" if several else " (one device)")
-        return Check("comm.present", "pass", detail, None, comm)
-    detail = (
-        f"{max(places, ranks, world)} ranks/devices but no communication kernel was recognised;"
-        " add the collective's kernels with --patterns"
-    )
-    return Check("comm.present", "warn", detail, None, 0)
-
-
 def confidence(steps: Steps) -> Check:
     """How sure the step finding is."""
     status = "warn" if steps.confidence in ("low", "none") else "pass"
@@ -153,5 +134,4 @@ def identity_checks(
         no_giant_step(work, steps),
         placement(work),
         device_index(rows),
-        communicates(work, meta),
     ]
