@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tracekit.errors import TraceError
 from tracekit.parsers._sqlite import open_readonly
+from tracekit.parsers.demangle import demangle_events
 from tracekit.timeline import Timeline
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -120,6 +121,10 @@ def load(path: str | Path, format: str | None = None, progress=None) -> Timeline
         ) from exc
     if timeline.meta.get("source") is None:  # the key is always there (empty_meta)
         timeline.meta["source"] = path.name
+    events = timeline.events
+    demangled = demangle_events(events)
+    if demangled is not events:
+        timeline = Timeline(demangled, timeline.meta)
     return timeline
 
 

@@ -30,6 +30,7 @@ _UUID = re.compile(_START + r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0
 # A lowercase hex token: a hash when long or varied enough to be no word or dtype
 _HEX_TOKEN = re.compile(_START + r"([0-9a-f]{8,})" + _END)
 _SPACES = re.compile(r"\s+")
+_NESTED_CLOSE = re.compile(r">\s+(?=>)")  # libstdc++ prints "> >", LLVM ">>"
 _TRAILING_NUMBER = re.compile(r"[_.]?\d+$")
 
 
@@ -66,6 +67,28 @@ def _strip_parameters(text: str) -> str:
     return text
 
 
+_OPEN, _CLOSE = "<([{", ">)]}"
+
+
+def drop_return_type(text: str) -> str:
+    """``std::enable_if<…>::type vllm::f<…>(int)`` -> ``vllm::f<…>(int)``: what comes before
+    the function of a demangled signature (one whose parameter list is glued to its name).
+
+    Anything else (``Memcpy HtoD (Pinned -> Device)``, ``foo<T>``) is returned unchanged.
+    """
+    depth, space = 0, -1
+    for i, ch in enumerate(text):
+        if ch == "(" and depth == 0 and i > 0 and not text[i - 1].isspace():
+            return text[space + 1 :] if space >= 0 else text
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth = max(depth - 1, 0)
+        elif ch == " " and depth == 0:
+            space = i
+    return text
+
+
 def _strip_templates(text: str) -> str:
     """Every top-level ``<...>`` replaced by ``<>`` (``operator<`` and unbalanced text kept)."""
     out, depth = [], 0
@@ -85,9 +108,9 @@ def _strip_templates(text: str) -> str:
 def kernel_key(name: str) -> str:
     """The name two traces are matched on (see the module docstring)."""
     text = _SPACES.sub(" ", name).strip()
-    if text.startswith("void "):
-        text = text[5:]
-    text = _strip_parameters(text)
+    text = drop_return_type(text)
+    text = _strip_parameters(text[5:] if text.startswith("void ") else text)
+    text = _NESTED_CLOSE.sub(">", text)
     for pattern in (_TRITON_COUNTER, _HCOM_ID, _GE_TRANS_COUNTER):
         text = pattern.sub(r"\1", text)
     text = _MINDSPORE_OP_ID.sub("", text)

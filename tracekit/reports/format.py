@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 
+from tracekit.names import drop_return_type
+
 _TEMPLATE_OR_ARGS = re.compile(r"[<(]")
-_WRAPPERS = {"device_kernel", "Kernel", "Kernel2", "kernel"}
+_WRAPPERS = {"device_kernel", "Kernel", "Kernel2", "kernel", "kentry"}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _PLAIN = {"unnamed", "anonymous", "namespace", "lambda", "instance", "operator", "const",
@@ -46,9 +48,11 @@ def short_name(name: str | None, width: int = 60) -> str:
     """A readable form of a (demangled) kernel name: no return type, templates or parameters."""
     if not name:
         return "?"
-    text = name.strip()
-    if text.startswith("void "):
-        text = text[5:]
+    text = drop_return_type(name.strip())
+    return _shorten(text[5:] if text.startswith("void ") else text, width)
+
+
+def _shorten(text: str, width: int) -> str:
     for anonymous in ("<unnamed>::", "(anonymous namespace)::"):
         text = text.replace(anonymous, "")
     cut = _TEMPLATE_OR_ARGS.search(text, 1)
@@ -56,7 +60,7 @@ def short_name(name: str | None, width: int = 60) -> str:
         base = text[: cut.start()]
         if text[cut.start()] == "<" and base.rsplit("::", 1)[-1] in _WRAPPERS:
             # cutlass::device_kernel<...GemmUniversal<...>>: the template argument is the kernel.
-            inner = short_name(text[cut.start() + 1 :], width)
+            inner = _shorten(text[cut.start() + 1 :], width)
             base = f"{base}<{inner.rsplit('::', 1)[-1]}>"
         text = base
     if len(text) <= width:
