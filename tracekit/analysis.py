@@ -150,7 +150,7 @@ def analyze(
     order = {"error": 0, "warning": 1, "info": 2}
     findings.sort(key=lambda f: (f.step is None, f.step or 0, order.get(f.severity, 3), f.rule))
     guessed = guessed_comm(timeline.df, vendor, taxonomy)
-    checks = run_checks(rows, work, wins, metrics, steps, timeline.meta, guessed)
+    checks = run_checks(rows, work, wins, metrics, steps, timeline.meta, guessed, in_windows)
     return Analysis(
         timeline,
         rows,

@@ -1,4 +1,5 @@
-"""The `tracekit` command line (typer): info, summary, analyze, rules, convert, demo, diff."""
+"""The `tracekit` command line (typer): info, summary, analyze, check, report, rules, convert,
+demo, diff."""
 
 from __future__ import annotations
 
@@ -183,11 +184,11 @@ def summary(
     data = stats.summary(timeline, top=top)
     analysis = _analyze(timeline, rules, step_marker, patterns, option)
     if json or output == "json":
-        keys = ("steps", "phases", "step_metrics", "findings")
+        keys = ("steps", "phases", "checks", "step_metrics", "findings")
         _print_json({"low_confidence": analysis["low_confidence"], **data,
                      **{k: analysis[k] for k in keys}})  # fmt: skip
         return
-    top = [line for line in (steps_terminal.confidence_line(analysis),) if line is not None]
+    top = steps_terminal.header_lines(analysis)
     _emit(analysis, output, lambda: Group(
         *top, terminal.render_summary(data, _name_width()), Text(),
         steps_terminal.render_analysis(analysis, Console().width, confidence=False)))  # fmt: skip
@@ -264,6 +265,28 @@ def analyze(
         "json" if json else output,
         lambda: steps_terminal.render_analysis(data, Console().width),
     )
+
+
+@app.command()
+@one_line_errors
+def check(
+    trace: TraceArg,
+    json: JsonOpt = False,
+    format: FormatOpt = None,
+    step_marker: MarkerOpt = None,
+    patterns: PatternsOpt = None,
+) -> None:
+    """tracekit checks its own numbers: accounting identities and the vendor's summaries.
+    One line per check, failing first; exit 1 when one fails, 2 on bad input."""
+    from tracekit.reports.checks_text import render_checks, tally
+
+    analysis = _analysis(read_trace(trace, format), "", step_marker, patterns, None)
+    checks = [c.to_dict() for c in analysis.checks]
+    if json:
+        _print_json({"source": analysis.timeline.meta.get("source"), "checks": checks})
+    else:
+        terminal.print_renderable(Group(render_checks(checks), Text(tally(checks), style="dim")))
+    raise typer.Exit(1 if any(c["status"] == "fail" for c in checks) else 0)
 
 
 def _emit(data: dict[str, Any], output: str, terminal_view: Callable[[], Any]) -> None:

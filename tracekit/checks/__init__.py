@@ -12,6 +12,7 @@ from tracekit.checks.comm import communicates, unknown_comm
 from tracekit.checks.identities import identity_checks
 from tracekit.checks.model import STATUSES, Check, ordered
 from tracekit.checks.vendor import vendor_checks
+from tracekit.metrics import clipped
 from tracekit.steps import Steps
 
 __all__ = ["STATUSES", "Check", "ordered", "run_checks"]
@@ -25,13 +26,17 @@ def run_checks(
     steps: Steps,
     meta: dict[str, Any],
     guessed: pl.DataFrame | None = None,
+    in_windows: pl.DataFrame | None = None,
 ) -> list[Check]:
     """Every check of one analysis, failing ones first. ``guessed`` lists the kernels counted
-    as communication by their look alone (:func:`tracekit.taxonomy.guessed_comm`)."""
+    as communication by their look alone (:func:`tracekit.taxonomy.guessed_comm`);
+    ``in_windows`` is the work rows cut to their step's window (made here when None)."""
     labels = steps.ranges.select("rank", "step", "label")
     checks = identity_checks(rows, work, windows, metrics, steps, meta)
     checks.append(communicates(work, meta))
     if guessed is not None:
         checks.append(unknown_comm(guessed, work))
-    checks += vendor_checks(work, metrics, labels, meta)
+    if in_windows is None:
+        in_windows = clipped(work, windows)
+    checks += vendor_checks(work, in_windows, labels, meta)
     return ordered(checks)

@@ -22,31 +22,54 @@ from typing import Any
 import polars as pl
 
 from tracekit.checks.model import Check
+from tracekit.intervals import intersect, lengths, merge, subtract
 
 REL = 0.01  # relative tolerance ...
 ABS_NS = 1_000  # ... or absolute, whichever is larger
-STEP_FIELDS = {  # summary field -> step_metrics expression
-    "computing_ns": pl.col("compute_ns"),
-    "not_overlapped_ns": pl.col("exposed_comm_ns"),
-    "overlapped_ns": pl.col("comm_ns") - pl.col("exposed_comm_ns"),
-}
+STEP_FIELDS = ("computing_ns", "not_overlapped_ns", "overlapped_ns")
+KEY = ["rank", "device", "step"]
+# The vendors count by the engine that runs a task: a fused compute-communication kernel (MC²)
+# runs on the compute cores and its AI CPU side on the AI CPU, so both are computing;
+# communication is what the communication engine (HCCL) runs.
+_AI_CPU = pl.col("engine").cast(pl.String).fill_null("") == "ai_cpu"
+VENDOR_COMPUTE = ((pl.col("kind").cast(pl.String) == "kernel") & ~pl.col("is_comm")) | (
+    pl.col("is_fused_comm") | (pl.col("is_comm") & _AI_CPU)
+)
+VENDOR_COMM = pl.col("is_comm") & ~pl.col("is_fused_comm") & ~_AI_CPU
 
 
 def _close(want: float, got: float) -> bool:
     return abs(got - want) <= max(ABS_NS, REL * abs(want))
 
 
-def _steps_check(summary: dict[str, Any], metrics: pl.DataFrame, labels: pl.DataFrame) -> Check:
+def vendor_view(in_windows: pl.DataFrame) -> pl.DataFrame:
+    """Per (rank, device, step), the step's time as the vendors split it: ``computing_ns``
+    (union of compute kernels, fused compute-communication ones included),
+    ``not_overlapped_ns`` (communication outside them) and ``overlapped_ns``."""
+    rows = in_windows.filter(pl.col("step").is_not_null())
+    compute, comm = rows.filter(VENDOR_COMPUTE), rows.filter(VENDOR_COMM)
+    parts = [
+        lengths(merge(compute, KEY), KEY, "computing_ns"),
+        lengths(subtract(comm, compute, KEY), KEY, "not_overlapped_ns"),
+        lengths(intersect(comm, compute, KEY), KEY, "overlapped_ns"),
+    ]
+    out = rows.select(KEY).unique()
+    for part in parts:
+        out = out.join(part, on=KEY, how="left")
+    return out.with_columns(pl.col(STEP_FIELDS).fill_null(0))
+
+
+def _steps_check(summary: dict[str, Any], view: pl.DataFrame, labels: pl.DataFrame) -> Check:
     """Per step: the vendor's compute / exposed / overlapped communication against ours."""
     source = summary.get("source", "?")
     name = f"vendor.steps:{source}"
     if summary.get("rank") is not None:  # one rank's summary
-        metrics = metrics.filter(pl.col("rank") == summary["rank"])
+        view = view.filter(pl.col("rank") == summary["rank"])
     ours = (
-        metrics.join(labels, on=["rank", "step"], how="left")
+        view.join(labels, on=["rank", "step"], how="left")
         .with_columns(number=pl.col("label").str.extract(r"(\d+)\s*$"))
         .group_by("number")
-        .agg(*(expr.sum().alias(field) for field, expr in STEP_FIELDS.items()))
+        .agg(pl.col(STEP_FIELDS).sum())
     )
     found = {str(r["number"]): r for r in ours.iter_rows(named=True) if r["number"] is not None}
     compared, worst = 0, None
@@ -115,15 +138,18 @@ def _kernels_check(summary: dict[str, Any], work: pl.DataFrame) -> Check:
 
 
 def vendor_checks(
-    work: pl.DataFrame, metrics: pl.DataFrame, labels: pl.DataFrame, meta: dict[str, Any]
+    work: pl.DataFrame, in_windows: pl.DataFrame, labels: pl.DataFrame, meta: dict[str, Any]
 ) -> list[Check]:
-    """One check per vendor summary the parser kept."""
+    """One check per vendor summary the parser kept (``in_windows``: the work rows cut to
+    their step's window)."""
     out = []
+    view = None
     for summary in meta.get("summaries") or []:
         if isinstance(summary, str):
             summary = json.loads(summary)
         if summary.get("kind") == "steps":
-            out.append(_steps_check(summary, metrics, labels))
+            view = vendor_view(in_windows) if view is None else view
+            out.append(_steps_check(summary, view, labels))
         elif summary.get("kind") == "kernels":
             out.append(_kernels_check(summary, work))
     return out

@@ -29,6 +29,7 @@ import msgspec
 
 from tracekit import __version__
 from tracekit.analysis import Analysis
+from tracekit.checks import ordered
 from tracekit.reports.html_gantt import CLASSES, Strings, gantt
 from tracekit.reports.html_steps import default_steps, embedded_steps, step_table
 from tracekit.reports.html_trace import (
@@ -74,6 +75,7 @@ def trace_payload(
         "gantt": gantt(analysis, chosen, max_events, strings),
         "max_events": max_events,
         "overlap": overlap_matrices(analysis),
+        "checks": [c.to_dict() for c in ordered(analysis.checks)],
         "findings": findings,
         "finding_counts": finding_counts,
         "kernels": kernels(analysis),

@@ -15,6 +15,7 @@ import polars as pl
 from tracekit.analysis import Analysis, steps_summary
 from tracekit.intervals import lengths, merge
 from tracekit.metrics import phase_summary, primary_phase
+from tracekit.reports.checks_text import tally
 from tracekit.reports.format import distinct_short_names
 from tracekit.reports.html_steps import step_times
 from tracekit.rules.base import Finding
@@ -53,6 +54,7 @@ def overview(analysis: Analysis, label: str) -> dict[str, Any]:
         "work_events": analysis.work.height,
         "span_ns": None if span[0] is None else span[1] - span[0],
         "low_confidence": analysis.low_confidence,
+        "checks": tally(c.to_dict() for c in analysis.checks),
         "steps": steps_summary(analysis.steps, analysis.placement),
         "phases": phase_summary(metrics),
         "step_time_phase": primary["phase"][0] if primary.height else None,

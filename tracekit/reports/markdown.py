@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tracekit.reports.checks_text import checks_markdown, tally
 from tracekit.reports.format import fmt_ns, fmt_pct, printable
 
 MAX_STEP_ROWS = 40
@@ -105,21 +106,26 @@ def render_markdown(analysis: dict[str, Any]) -> str:
     counts: dict[str, int] = {}
     for f in analysis["findings"]:
         counts[f["severity"]] = counts.get(f["severity"], 0) + 1
-    tally = ", ".join(f"{n} {sev}" for sev, n in sorted(counts.items())) or "none"
+    found = ", ".join(f"{n} {sev}" for sev, n in sorted(counts.items())) or "none"
     note = analysis.get("low_confidence")
     warnings = [f"- {md_text(w)}" for w in steps.get("warnings") or []]
+    checks = analysis.get("checks") or []
+    failing = [c for c in checks if c["status"] == "fail"]
     lines = [
         f"## tracekit: {md_text(analysis.get('source') or 'trace')}",
         "",
         *([f"> ⚠ **{md_text(note)}**", ""] if note else []),
         f"**{steps['count']} steps** found by {md_text(steps['method'])} "
         f"(confidence {md_text(steps['confidence'])}): {md_text(steps['detail'])}  ",
-        f"**Findings:** {tally}",
+        f"**Findings:** {found}  ",
+        f"**Checks:** {tally(checks)}"
+        + (f" (failing: {', '.join(c['name'] for c in failing)})" if failing else ""),
         "",
         *([*warnings, ""] if warnings else []),
         *phase_table(analysis.get("phases") or []),
         *steps_table(analysis["step_metrics"]),
         "",
+        *checks_markdown(checks, md_text),
         "### Findings",
         "",
         *findings_list(analysis["findings"]),

@@ -9,6 +9,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from tracekit.reports.checks_text import render_checks
 from tracekit.reports.format import fmt_ns, fmt_pct, printable
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -61,6 +62,16 @@ def confidence_line(data: dict[str, Any]) -> Text | None:
     return None if not note else Text(f"⚠ {printable(note)}", style="bold yellow")
 
 
+def header_lines(data: dict[str, Any]) -> list[Text]:
+    """What a reader must see first: the low-confidence line, then every check that did not
+    pass (failing first, one line each) and the checks' tally."""
+    checks = data.get("checks") or []
+    lines = [line for line in (confidence_line(data),) if line is not None]
+    if checks:
+        lines += list(render_checks(checks, passing=False).renderables)
+    return lines
+
+
 def phase_lines(data: dict[str, Any]) -> list[Text]:
     """Step time per phase (decode first): a decode median never mixes prefill steps in."""
     phases = data.get("phases") or []
@@ -80,7 +91,8 @@ BAR_MIN_WIDTH = 130  # narrower terminals get the numbers without the bar
 
 
 def render_steps(data: dict[str, Any], width: int = 200, confidence: bool = True) -> Group:
-    """The low-confidence line (unless ``confidence`` is False), the step detection line,
+    """The header lines (:func:`header_lines`, unless ``confidence`` is False), the step
+    detection line,
     its warnings and the step time per phase, then one row per (rank, device, step), long
     traces abridged; the inline bar only when the terminal is ``BAR_MIN_WIDTH`` columns or
     wider."""
@@ -109,7 +121,7 @@ def render_steps(data: dict[str, Any], width: int = 200, confidence: bool = True
         if len(rows) > MAX_STEP_ROWS and i == MAX_STEP_ROWS // 2:
             table.add_row(*[Text("…")] * (len(headings) + with_bar))
         table.add_row(*[cells[h][i] for h in headings], *([step_bar(row)] if with_bar else []))
-    top = [line for line in (confidence_line(data),) if line is not None and confidence]
+    top = header_lines(data) if confidence else []
     return Group(*top, head, *notes, *phase_lines(data), Text(), table)
 
 

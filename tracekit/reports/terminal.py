@@ -133,5 +133,6 @@ NO_COLOR = False  # set by ``tracekit --no-color``; NO_COLOR in the environment 
 
 
 def print_renderable(renderable: Any, console: Console | None = None) -> None:
-    """Print to stdout (no colours when stdout is not a terminal or colours are off)."""
-    (console or Console(no_color=NO_COLOR or None)).print(renderable)
+    """Print to stdout (no colours when stdout is not a terminal or colours are off); lines
+    that must stay whole (checks) are not cropped at the terminal's width."""
+    (console or Console(no_color=NO_COLOR or None)).print(renderable, crop=False)

@@ -387,6 +387,7 @@
       ["fallback kernels", (x) => fmtNs(x.totals.fallback_ns)],
       ["idle", (x) => fmtNs(x.totals.idle_ns)], ["bubbles", (x) => fmtNs(x.totals.bubble_ns)],
       ["findings", (x) => sev(x.findings)],
+      ["checks", (x) => x.checks],
       ["parser warnings", (x) => (x.warnings.length ? x.warnings.join("; ") : "none")],
     ];
     const t = table(["", ...labels], rows.map(([name, f]) => [name, ...o.map(f)]), ["text"]);
@@ -420,6 +421,17 @@
       }
       box.append(table([...cols.map((c) => c === "ns_per_token" ? "per token" : c.replace(/_ns$/, "")), ""], rows));
       if (n < t.steps.step.length) box.append(el("p", { class: "note", text: "First " + n + " of " + t.steps.step.length + " rows; all are in --format json." }));
+    });
+  }
+  function buildChecks() {  // failing first, one row each
+    const order = { fail: 0, warn: 1, pass: 2 };
+    const box = document.getElementById("checks-list");
+    TRACES.forEach((t) => {
+      if (TRACES.length > 1) box.append(el("h3", { text: t.overview.label }));
+      if (!t.checks.length) { box.append(el("p", { text: "No checks." })); return; }
+      const rows = [...t.checks].sort((a, b) => (order[a.status] ?? 9) - (order[b.status] ?? 9)).map((c) => [
+        el("span", { class: "sev sev-" + c.status, text: c.status }), c.name, c.detail]);
+      box.append(table(["status", "check", "detail"], rows, ["", "text", "detail"]));
     });
   }
   function buildFindings() {
@@ -490,6 +502,7 @@
 
   // ---------- start ----------
   buildOverview();
+  buildChecks();
   buildStepTable();
   buildGantts();
   buildFindings();
