@@ -96,7 +96,7 @@ def test_formats_lists_every_parser() -> None:
     done = run_cli("formats")
     names = [line.split()[0] for line in done.stdout.splitlines()]
     assert names == [
-        "nsys-sqlite", "rocpd", "rocprof-v1", "rocprof-v1-db", "rocprof-v1-json",
-        "rocprof-v1-csv", "nsys-rep", "perfetto", "rocprofv3-json", "rocprofv3-csv", "msprof-db",
-        "msprof", "kineto", "tracekit-parquet", "tracekit-arrow",
+        "nsys-sqlite", "rpd", "rocpd", "rocprof-v1", "rocprof-v1-db", "rocprof-v1-json",
+        "rocprof-v1-csv", "nsys-rep", "perfetto", "rocprofv3-json", "rocprofv3-csv", "rpd-json",
+        "msprof-db", "msprof", "kineto", "tracekit-parquet", "tracekit-arrow",
     ]  # fmt: skip

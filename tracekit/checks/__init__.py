@@ -38,5 +38,5 @@ def run_checks(
         checks.append(unknown_comm(guessed, work))
     if in_windows is None:
         in_windows = clipped(work, windows)
-    checks += vendor_checks(work, in_windows, labels, meta)
+    checks += vendor_checks(rows, in_windows, labels, meta)
     return ordered(checks)

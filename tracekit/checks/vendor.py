@@ -4,11 +4,13 @@ Parsers keep what they find in ``meta["summaries"]``: a list of ``{"kind", "sour
 "rank", "rows"}`` (``rank`` when the summary is one rank's):
 
 * ``kind == "steps"`` (torch_npu ``step_trace_time.csv``, ``analysis.db`` StepTraceTime):
-  rows ``{step, computing_ns, not_overlapped_ns, overlapped_ns}``, compared with the steps'
-  compute, exposed communication and overlapped communication;
-* ``kind == "kernels"`` (rocprof ``*stats.csv``, ``op_statistic``, ``kernel_details``): rows
-  ``{key, calls, total_ns}`` per kernel name (``key == "name"``) or per operator type
-  (``key == "op_type"``), compared with the device rows' count and summed duration.
+  rows ``{step, computing_ns, not_overlapped_ns, overlapped_ns}``, compared per step with the
+  time split as the vendors split it (:func:`vendor_view`);
+* ``kind == "kernels"`` / ``"api"`` / ``"copies"`` (rocprof ``*stats.csv``, ``op_statistic``,
+  ``kernel_details``): rows ``{key, calls, total_ns}`` per name (``key == "name"``; with
+  ``"name_column": "raw"`` the name as the profiler wrote it, before demangling) or per
+  operator type (``key == "op_type"``), compared with the count and summed duration of our
+  kernel, API or copy rows.
 
 A value agrees within :data:`REL` of the vendor's, or :data:`ABS_NS` (the vendors round to
 the µs); the first step or kernel that disagrees is named with both values.
@@ -99,15 +101,20 @@ def _steps_check(summary: dict[str, Any], view: pl.DataFrame, labels: pl.DataFra
     return Check(name, "fail", detail, round(want), round(got))
 
 
-def _kernels_check(summary: dict[str, Any], work: pl.DataFrame) -> Check:
-    """Per kernel name (or operator type): the vendor's calls and total time against ours."""
+def _kernels_check(summary: dict[str, Any], rows: pl.DataFrame) -> Check:
+    """Per kernel, API or copy name (or operator type): the vendor's calls and total time
+    against those of our rows of that kind."""
     source, key = summary.get("source", "?"), summary.get("key", "name")
-    name = f"vendor.kernels:{source}"
-    rows = work.filter(pl.col("kind").cast(pl.String).is_in(["kernel", "comm"]))
+    kind = summary.get("kind", "kernels")
+    name = f"vendor.{kind}:{source}"
+    kinds = {"kernels": ["kernel", "comm"], "api": ["api"], "copies": ["memcpy", "memset"]}
+    rows = rows.filter(pl.col("kind").cast(pl.String).is_in(kinds[kind]))
     if summary.get("rank") is not None:
         rows = rows.filter(pl.col("rank") == summary["rank"])
     if key == "name":
         by = pl.col("name").cast(pl.String)
+        if summary.get("name_column") == "raw":  # keys as the profiler wrote them
+            by = pl.coalesce(pl.col("args").str.json_path_match("$.mangled_name"), by)
     else:
         by = pl.col("args").str.json_path_match(f"$.{key}")
     ours = rows.group_by(by.alias("key")).agg(calls=pl.len(), total_ns=pl.col("dur").sum())
@@ -138,10 +145,10 @@ def _kernels_check(summary: dict[str, Any], work: pl.DataFrame) -> Check:
 
 
 def vendor_checks(
-    work: pl.DataFrame, in_windows: pl.DataFrame, labels: pl.DataFrame, meta: dict[str, Any]
+    rows: pl.DataFrame, in_windows: pl.DataFrame, labels: pl.DataFrame, meta: dict[str, Any]
 ) -> list[Check]:
-    """One check per vendor summary the parser kept (``in_windows``: the work rows cut to
-    their step's window)."""
+    """One check per vendor summary the parser kept (``rows``: every row of the trace;
+    ``in_windows``: the device rows cut to their step's window)."""
     out = []
     view = None
     for summary in meta.get("summaries") or []:
@@ -150,6 +157,6 @@ def vendor_checks(
         if summary.get("kind") == "steps":
             view = vendor_view(in_windows) if view is None else view
             out.append(_steps_check(summary, view, labels))
-        elif summary.get("kind") == "kernels":
-            out.append(_kernels_check(summary, work))
+        elif summary.get("kind") in ("kernels", "api", "copies"):
+            out.append(_kernels_check(summary, rows))
     return out

@@ -29,12 +29,14 @@ def registry() -> list[Parser]:
 
     return [
         nsys.SQLITE,
+        rocprof.RPD,
         rocprof.ROCPD,
         *rocprof.LEGACY_PARSERS,
         nsys.REPORT,
         perfetto.PERFETTO,
         rocprof.ROCPROFV3_JSON,
         rocprof.ROCPROFV3_CSV,
+        rocprof.RPD_JSON,
         msprof.MSPROF_DB,
         msprof.MSPROF,
         kineto.KINETO,

@@ -7,7 +7,11 @@
   resolved through ``strings``, ``kernel_symbols`` and ``agents``.
 - rocpd SQLite, schema 3 (:mod:`.rocpd`, :mod:`.rocpd_tables`, :mod:`.rocpd_info`).
 - legacy rocprof v1/v2 (:mod:`.legacy` and ``legacy_*``): ``results.db``, ``results.json``,
-  ``results.csv`` and their folders.
+  ``results.csv`` and their folders; their ``*stats.csv`` files as vendor summaries
+  (:mod:`.stats`, also for rocprofv3 ``--stats``).
+- rocmProfileData ``.rpd`` SQLite, schema v1-v3, plain or gzipped (:mod:`.rpd`,
+  :mod:`.rpd_read`, :mod:`.rpd_rows`), and its ``rpd2tracing.py`` Chrome-trace JSON
+  (:mod:`.rpd_json`).
 
 Shared helpers: :mod:`.common` (durations, time origin, metadata, API row kinds) and
 :mod:`.args` (args JSON built column-wise). rocprofiler-sdk timestamps are CLOCK_BOOTTIME
@@ -23,9 +27,11 @@ from tracekit.parsers.rocprof import v3_csv, v3_json
 from tracekit.parsers.rocprof.files import sniff_csv_path
 from tracekit.parsers.rocprof.legacy import PARSERS as LEGACY_PARSERS
 from tracekit.parsers.rocprof.rocpd import ROCPD
+from tracekit.parsers.rocprof.rpd import RPD
+from tracekit.parsers.rocprof.rpd_json import RPD_JSON
 
 JSON_KEY = b'"rocprofiler-sdk-tool"'
-__all__ = ["LEGACY_PARSERS", "ROCPD", "ROCPROFV3_CSV", "ROCPROFV3_JSON"]
+__all__ = ["LEGACY_PARSERS", "ROCPD", "ROCPROFV3_CSV", "ROCPROFV3_JSON", "RPD", "RPD_JSON"]
 
 
 def sniff_csv(probe: Probe) -> bool:

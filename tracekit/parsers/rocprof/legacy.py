@@ -7,7 +7,8 @@ rows as a Chrome trace), ``results.csv`` (kernel table of ``--stats``/counter ru
 and :data:`ROCPROF_V1_DIR` for a folder: it reads ``results.db`` when present, else
 ``results.json``, else ``results.csv`` (the database is the most complete: exact ns and the
 API link as a number; the JSON links calls to device rows only through its flow events; the
-CSV has kernels only), or the same files under another ``-o`` name.
+CSV has kernels only), or the same files under another ``-o`` name. The ``*stats.csv`` files
+beside the file read become ``meta["summaries"]`` (:mod:`.stats`).
 
 Devices: OPS/COPY ``dev-id`` is the HSA node id; it is mapped to the GPU index (the order
 of GPU agents in rocminfo) through ``results.sysinfo.txt`` or the JSON's ``otherData``.
@@ -34,6 +35,7 @@ from tracekit.parsers.rocprof.legacy_rows import (
     build,
     devices,
 )
+from tracekit.parsers.rocprof.stats import legacy_summaries
 from tracekit.timeline import Timeline, empty_meta
 
 _KINDS = ((".db", "rocprof-v1-db"), (".json", "rocprof-v1-json"), (".csv", "rocprof-v1-csv"))
@@ -123,6 +125,8 @@ def _finish(frames: Any, path: Path, fmt: str, other: dict[str, Any]) -> Timelin
     meta["producer"] = {"name": "rocprof (ROCm profiler v1)", "version": None,
                         "hsa_runtime": runtime}  # fmt: skip
     meta["devices"], node_to_gpu = devices(agents)
+    if summaries := legacy_summaries(path):
+        meta["summaries"] = summaries
     return build(frames, meta, node_to_gpu)
 
 

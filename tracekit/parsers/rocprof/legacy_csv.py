@@ -8,6 +8,11 @@ rocprofv2 file plugin version 2: ``Dispatch_ID,GPU_ID,Queue_ID,PID,TID,Grid_Size
 Workgroup_Size,LDS_Per_Workgroup,Scratch_Per_Workitem,Arch_VGPR,Accum_VGPR,SGPR,Wave_Size,
 Kernel_Name,Start_Timestamp,End_Timestamp,Correlation_ID`` and the counters.
 ``gpu-id`` / ``GPU_ID`` is the GPU index; kernel rows carry no API link in these files.
+
+The header decides, not its layout: rocprof writes it bare (plain ``-i``/``--timestamp``
+runs) or every name quoted (``--stats`` and the trace modes, whose CSV comes from SQLite);
+columns may come in any order, a UTF-8 BOM and CRLF line ends (files re-saved on Windows)
+read the same, and ``DurationNs`` is not needed (kernel times are ``EndNs - BeginNs``).
 """
 
 from __future__ import annotations
@@ -17,9 +22,9 @@ from pathlib import Path
 import polars as pl
 
 from tracekit.errors import TraceError
+from tracekit.parsers.rocprof.files import read_header
 from tracekit.parsers.rocprof.legacy_rows import Frames
 
-V1_HEAD, V2_HEAD = b"Index,KernelName,", b"Dispatch_ID,GPU_ID,"
 _V1 = {"Index": "dispatch", "KernelName": "name", "gpu-id": "gpu", "queue-id": "queue",
        "pid": "pid", "tid": "tid", "grd": "grid", "wgr": "workgroup", "lds": "lds",
        "scr": "scratch", "vgpr": "vgpr", "arch_vgpr": "vgpr", "accum_vgpr": "accum_vgpr",
@@ -31,16 +36,27 @@ _V2 = {"Dispatch_ID": "dispatch", "Kernel_Name": "name", "GPU_ID": "gpu", "Queue
        "Start_Timestamp": "begin", "End_Timestamp": "end", "Correlation_ID": "corr"}  # fmt: skip
 
 
+V1_KEYS, V2_KEYS = {"KernelName", "gpu-id"}, {"Kernel_Name", "GPU_ID", "Dispatch_ID"}
+
+
+def header_kind(columns: list[str]) -> str | None:
+    """``"v1"`` (rocprof ``results.csv``), ``"v2"`` (rocprofv2 kernel CSV) or None."""
+    cols = set(columns)
+    if cols >= V1_KEYS and ({"Index", "BeginNs"} & cols):
+        return "v1"
+    if cols >= V2_KEYS:
+        return "v2"
+    return None
+
+
 def sniff_head(head: bytes) -> bool:
-    first = head.lstrip(b"\xef\xbb\xbf").lstrip()
-    return first.startswith((V1_HEAD, V2_HEAD))
+    """A rocprof v1 ``results.csv`` or rocprofv2 kernel CSV, by the names in its header."""
+    return header_kind(read_header(Path(), head)) is not None
 
 
 def read(path: Path) -> Frames:
     """Read a v1 ``results.csv`` or rocprofv2 kernel CSV into :class:`Frames`."""
-    with path.open("rb") as fh:
-        head = fh.read(4096)
-    mapping = _V2 if head.lstrip(b"\xef\xbb\xbf").lstrip().startswith(V2_HEAD) else _V1
+    mapping = _V2 if header_kind(read_header(path)) == "v2" else _V1
     try:
         df = pl.read_csv(path, infer_schema=False, truncate_ragged_lines=True,
                          encoding="utf8-lossy")  # fmt: skip
@@ -48,7 +64,7 @@ def read(path: Path) -> Frames:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TraceError(f"{path}: cannot read as rocprof CSV ({first}); check the file") from exc
     df = df.select([c for c in df.columns if c.strip() and not c.startswith("_duplicated")])
-    df = df.rename({c: c.strip() for c in df.columns})
+    df = df.rename({c: c.strip().strip('"').lstrip("\ufeff") for c in df.columns})
     name_col = "Kernel_Name" if mapping is _V2 else "KernelName"
     begin_col, end_col = ("Start_Timestamp", "End_Timestamp") if mapping is _V2 else (
         "BeginNs", "EndNs")  # fmt: skip

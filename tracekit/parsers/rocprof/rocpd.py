@@ -34,6 +34,7 @@ from tracekit.parsers.names import NamePool
 from tracekit.parsers.rocprof import rocpd_rows
 from tracekit.parsers.rocprof.common import base_meta, rebase
 from tracekit.parsers.rocprof.rocpd_tables import SetReader, TableSet
+from tracekit.parsers.rocprof.rpd import is_rpd
 from tracekit.timeline import Timeline
 
 SUPPORTED_SCHEMA = "3"
@@ -41,8 +42,10 @@ _STRING, _META = "rocpd_string", "rocpd_metadata"
 
 
 def sniff(probe: Probe) -> bool:
-    """A SQLite file with rocpd string or metadata tables (any schema version)."""
-    return any(t.startswith((_STRING, _META)) for t in probe.tables)
+    """A SQLite file with rocpd string or metadata tables (any schema version), but not a
+    rocmProfileData ``.rpd`` file (``rocpd_api`` and ``rocpd_op`` tables: :mod:`.rpd`)."""
+    tables = probe.tables
+    return not is_rpd(tables) and any(t.startswith((_STRING, _META)) for t in tables)
 
 
 def table_sets(con: sqlite3.Connection) -> list[TableSet]:

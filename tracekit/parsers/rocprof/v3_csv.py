@@ -3,7 +3,8 @@ API (HIP, HSA, marker/roctx, RCCL, rocDecode, rocJPEG) traces of one run, read w
 
 Both quoting styles read the same (rocprofv3 quotes only text; re-written files quote every
 field); the ``Guid`` column of CSVs regenerated from rocpd is ignored; older output without
-``Stream_Id`` / ``Thread_Id`` / ``Dispatch_Id`` reads with those fields left out.
+``Stream_Id`` / ``Thread_Id`` / ``Dispatch_Id`` reads with those fields left out. The run's
+``--stats`` files (``<prefix>_kernel_stats.csv`` …) become ``meta["summaries"]`` (:mod:`.stats`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from tracekit.parsers.rocprof import common
 from tracekit.parsers.rocprof.agents import AgentTable, read_agent_info
 from tracekit.parsers.rocprof.args import INT, STR, Field, blank_as_null, json_args
 from tracekit.parsers.rocprof.files import LABELS, CsvSet, check_columns, discover, read_header
+from tracekit.parsers.rocprof.stats import v3_summaries
 from tracekit.timeline import Timeline
 
 # numeric columns read as Int64; every other column (and any unknown one) is text
@@ -269,4 +271,7 @@ def parse(path: Path, progress: Progress | None = None) -> Timeline:
     if not found.trace_files:
         reader.warnings.append(f"only agent info ({agent_files[0].name}); no trace files")
     meta["warnings"] = reader.warnings + agents.warnings()
+    folder = path if path.is_dir() else path.parent
+    if summaries := v3_summaries(folder, found.prefix):
+        meta["summaries"] = summaries
     return Timeline(table, meta)
