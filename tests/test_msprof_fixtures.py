@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import csv
 import json
+import sqlite3
 from collections import Counter
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+from fixtures.ascend_db_writer import write_torch_npu_db
 from fixtures.ascend_expected import LAYOUTS, args_subset, expected_rows
 from fixtures.ascend_scenario import build_ascend_scenario
 from fixtures.ascend_text_writer import EPOCH_NS, write_torch_npu, write_torch_npu_ranks
@@ -30,6 +32,8 @@ KNOBS = [
     {"steps": 3, "layers": 2, "exposed_all_to_all": True, "idle_bubble_ns": 75_000,
      "mc2_aicpu": False, "fallback_kernel": False},
     {"steps": 1, "layers": 1, "device": 3, "rank": 5, "hccl_all_to_all_layers": 0},
+    {"steps": 2, "layers": 2, "device": 1, "rank": 1, "hccl_flows": False,
+     "unfused_collective": True},
 ]  # fmt: skip
 TORCH = "msinsight_torchnpu_910B_2rank/text"
 
@@ -40,6 +44,8 @@ def write(events: pl.DataFrame, folder: Path, layout: str) -> Path:
         return write_torch_npu(events, folder)
     if layout == "torch_npu-level0":
         return write_torch_npu(events, folder, level="Level0")
+    if layout == "torch_npu-db":
+        return write_torch_npu_db(events, folder)
     if layout == "msprof":
         return write_prof(events, folder)
     if layout == "msprof-csv":
@@ -249,9 +255,14 @@ def test_quirk_na_streams_of_hccl_operators(tmp_path: Path) -> None:
     summary = next(iter((prof / "mindstudio_profiler_output").glob("op_summary_*.csv")))
     rows = [r for r in csv.DictReader(summary.read_text().splitlines()) if r["Task Type"] == "HCCL"]
     assert rows and {(r["Stream ID"], r["Task ID"]) for r in rows} == {("N/A", "N/A")}
-    df = MSPROF.parse(prof).df
-    comm = df.filter(pl.col("kind").cast(pl.String) == "comm")
-    assert comm.height == len(rows) and comm["stream"].null_count() == len(rows)
+    df = MSPROF.parse(prof).df.with_columns(pl.col(pl.Categorical).cast(pl.String))
+    comm = df.filter(pl.col("kind") == "comm")
+    of_op = comm["args"].str.json_path_match("$.op")
+    ops = comm.filter(of_op.is_null())
+    assert ops.height == len(rows) and ops["stream"].null_count() == len(rows)
+    # their hardware tasks (task_time: no connection id) are found by time on the HCCL stream
+    tasks = comm.filter(of_op.is_not_null())
+    assert Counter(tasks["args"].str.json_path_match("$.op")) == dict.fromkeys(ops["name"], 4)
 
 
 def test_quirk_epoch_text_and_monotonic_floats_give_the_same_times(tmp_path: Path) -> None:
@@ -395,3 +406,32 @@ def test_legacy_writer_shape_equals_real(tmp_path: Path) -> None:
     assert my_shape["HCCL"] <= real_shape["HCCL"]
     start = json.loads((my_dev / "start_info.0").read_text())
     assert set(start) == set(json.loads((real_dev / "start_info.0").read_text()))
+
+
+def _tables(db: Path) -> dict[str, list[str]]:
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {t: [r[1] for r in con.execute(f'PRAGMA table_info("{t}")')] for t in names}
+    finally:
+        con.close()
+
+
+def test_db_writer_shape_equals_real(tmp_path: Path) -> None:
+    real = real_file(
+        "ascend",
+        "msinsight_torchnpu_910B_2rank/db/level1/rank1_ascend_pt/ASCEND_PROFILER_OUTPUT/"
+        "ascend_pytorch_profiler_1.db",
+    )
+    events = build_ascend_scenario(steps=1, layers=2, unfused_collective=True, rank=1).events
+    mine = write_torch_npu_db(events, tmp_path) / "ASCEND_PROFILER_OUTPUT"
+    real_tables, my_tables = _tables(real), _tables(mine / "ascend_pytorch_profiler_1.db")
+    # every table written has the real one's columns, in order; the counters are left out
+    assert {t: real_tables[t] for t in my_tables} == my_tables
+    assert set(real_tables) - set(my_tables) <= {
+        "ACC_PMU", "AICORE_FREQ", "ENUM_HCCL_RDMA_TYPE", "ENUM_MODULE", "ENUM_MSTX_EVENT_TYPE",
+        "HBM", "LLC", "MEMORY_RECORD", "NPU_MEM", "NPU_MODULE_MEM", "NPU_OP_MEM", "OP_MEMORY",
+        "PYTORCH_CALLCHAINS", "SOC_BANDWIDTH_LEVEL", "TASK_PMU_INFO",
+    }  # fmt: skip
+    info = json.loads(next(mine.parent.glob("profiler_info_*.json")).read_text())
+    assert info["config"]["experimental_config"]["_export_type"] == "db"

@@ -73,6 +73,12 @@ def _arg(df: pl.DataFrame, key: str) -> pl.Series:
     return df["args"].str.json_path_match(f"$.{key}")
 
 
+def _ops(df: pl.DataFrame) -> pl.DataFrame:
+    """The HCCL operators: ``comm`` rows that are no operator's task (no ``args.op``)."""
+    comm = df.filter(pl.col("kind") == "comm")
+    return comm.filter(_arg(comm, "op").is_null())
+
+
 def _files(path: Path) -> list[Path]:
     return [p for p in sorted(path.rglob("*")) if p.is_file()] if path.is_dir() else [path]
 
@@ -147,8 +153,10 @@ def _trace(path: Path) -> dict[str, Any]:
         (e["args"]["stream id"], e["args"]["task id"], e["args"]["context id"], e["ts"])
         for e in planes
     )
+    op_corrs = {e["args"]["connection_id"] for e in ops}
     return {
         "hw": len(hw),
+        "op_tasks": sum(1 for e in hw if e["args"].get("connection_id") in op_corrs),
         "ops": [e["name"] for e in ops],
         "planes": len(planes),
         "matched": sum((hw_keys & plane_keys).values()),
@@ -172,8 +180,14 @@ def test_torch_npu_text_counts(level: str, rank: int) -> None:
     hccl = [r for r in kd if r["Accelerator Core"] == "HCCL"]
     assert df.filter(pl.col("kind") == "kernel").height == len(kd) - len(hccl)
     comm = df.filter(pl.col("kind") == "comm")
-    assert sorted(comm["name"]) == sorted(r["Name"] for r in hccl) == sorted(ref["ops"])
-    assert comm["stream"].to_list() == [4] * len(hccl)  # the stream of their tasks
+    ops = _ops(df)
+    assert sorted(ops["name"]) == sorted(r["Name"] for r in hccl) == sorted(ref["ops"])
+    assert ops["stream"].to_list() == [4] * len(hccl)  # the stream of their tasks
+    # every task of an operator (its connection id) is a communication row naming it, once:
+    # Level0 lists the hardware rows only, Level1/2 their plane rows too
+    tasks = comm.filter(_arg(comm, "op").is_not_null())
+    assert tasks.height == ref["op_tasks"] + ref["planes"] - ref["matched"] > 0
+    assert set(_arg(tasks, "op")) == set(ref["ops"])
     assert df.filter(pl.col("kind") == "api").height == ref["cann_x"] + sum(
         1
         for r in json.loads((out / "trace_view.json").read_text())
@@ -231,7 +245,7 @@ def test_torch_npu_text_op_statistic_and_communication(level: str, rank: int) ->
         for k in kind
         if k != "Total Op Info"
     ]
-    assert sorted(df.filter(pl.col("kind") == "comm")["name"]) == sorted(ops)
+    assert sorted(_ops(df)["name"]) == sorted(ops)
 
 
 def test_torch_npu_text_quirks() -> None:
@@ -291,12 +305,12 @@ def test_torch_npu_db_counts(level: str, rank: int) -> None:
     df = _df(timeline)
     one = lambda sql: sql_rows(db, sql)[0][0]  # noqa: E731
     tasks, parents = one("SELECT count(*) FROM TASK"), one(_PARENTS)
-    assert df.filter(pl.col("kind").is_in(DEVICE_KINDS) & (pl.col("kind") != "comm")).height == (
-        tasks - parents
-    )
-    assert df.filter(pl.col("kind") == "comm").height == one(
-        "SELECT count(*) FROM COMMUNICATION_OP"
-    )
+    ops = _ops(df)
+    assert df.filter(pl.col("kind").is_in(DEVICE_KINDS)).height - ops.height == tasks - parents
+    assert ops.height == one("SELECT count(*) FROM COMMUNICATION_OP")
+    # the operators' tasks: with plane details (Level1/2) or without (Level0), comm rows
+    comm = df.filter(pl.col("kind") == "comm")
+    assert comm.height - ops.height == one("SELECT count(*) FROM COMMUNICATION_TASK_INFO") > 0
     assert df.filter(pl.col("kind") == "kernel").height == one(
         "SELECT count(*) FROM COMPUTE_TASK_INFO"
     )
@@ -487,7 +501,7 @@ def test_msprof_legacy_per_device_timelines() -> None:
         "ai_cpu_cores": 14,
         "aic_mhz": 1000,
     }
-    comm = df.filter(pl.col("kind") == "comm")
+    comm = _ops(df)
     assert comm.height == 10 and comm["stream"].null_count() == 0
 
 

@@ -7,18 +7,22 @@ large files split over processes by :mod:`.parallel` and :mod:`.worker`, cut whe
 evens out by :mod:`.split`, parts handed back through :mod:`.part_io`), :mod:`.csv_tables`
 (op_summary / kernel_details / task_time / step_trace_time), :mod:`.db` (SQLite exports),
 :mod:`.device` (tasks joined with op details), :mod:`.engines` (the three task-type vocabularies
--> kind and engine), :mod:`.hccl` (collectives and their plane tasks, counted once), :mod:`.mc2`
-(fused compute-communication operators), :mod:`.host` (Python / CANN rows, flows, steps),
-:mod:`.meta` (chips, cores, clocks), :mod:`.text` (one text source), :mod:`.times` (µs text and
-floats -> ns).
+-> kind and engine), :mod:`.hccl` (collectives and their plane tasks, counted once),
+:mod:`.comm_tasks` (the hardware tasks of a collective), :mod:`.device_index` (where each
+export records the NPU device index), :mod:`.mc2` (fused compute-communication operators),
+:mod:`.host` (Python / CANN rows, flows, steps), :mod:`.meta` (chips, cores, clocks),
+:mod:`.text` (one text source), :mod:`.times` (µs text and floats -> ns).
 
 Rows, in the timeline's terms: device tasks on their streams (``kernel`` with engine ``aic`` /
 ``aiv`` / ``mix`` / ``ai_cpu`` / ``dsa``; ``memcpy``; ``sync`` for event and notify tasks;
 ``marker`` for profiling / timeout bookkeeping tasks), HCCL operators as ``comm`` rows on the
-stream of their first task, HCCL plane tasks (``sync`` notifies and ``memcpy`` data moves, with
-src/dst rank, transport, size and bandwidth in ``args``), Python ops (``op``), task-queue and
-CANN calls (``api``), steps (``range``). ``corr`` is the Ascend connection id. ts is relative to
-the earliest row; ``origin_ns`` is its epoch time.
+stream of their first task, and the operators' tasks as ``comm`` rows naming their operator in
+``args.op``: plane tasks (notifies with engine ``comm``, data moves ``sdma`` / ``comm`` by
+transport, with src/dst rank, transport, size and bandwidth in ``args``), or the hardware rows
+where the export lists no plane (engine kept where the task type names one). Python ops
+(``op``), task-queue and CANN calls (``api``), steps (``range``). ``device`` is the NPU index
+the export records (:mod:`.device_index`), null when it records none. ``corr`` is the Ascend
+connection id. ts is relative to the earliest row; ``origin_ns`` is its epoch time.
 """
 
 from __future__ import annotations

@@ -4,7 +4,10 @@ Times are epoch ns; text is interned in ``STRING_IDS``. ``TASK`` holds every dev
 (runtime task types); ``COMPUTE_TASK_INFO`` (joined on ``globalTaskId``) names the kernels and
 gives their core type, op type, block dim and shapes; ``COMMUNICATION_TASK_INFO`` turns a task
 into an HCCL plane task (src/dst rank, transport, size through the ``ENUM_HCCL_*`` tables);
-``COMMUNICATION_OP`` holds the collectives. Host rows: ``CANN_API`` (``globalTid`` is
+``COMMUNICATION_OP`` holds the collectives (no ``deviceId`` in torch_npu 2.1: they take that of
+the tasks sharing their connection id, which become communication rows, :mod:`.comm_tasks`).
+Rows without a device take the export's one (``TASK.deviceId``, else ``RANK_DEVICE_MAP``).
+Host rows: ``CANN_API`` (``globalTid`` is
 pid << 32 | tid), torch_npu ``PYTORCH_API`` (whose times are TEXT), ``MSTX_EVENTS``;
 ``STEP_TIME`` gives the steps. Tables that a version lacks are skipped; a file without
 ``TASK`` is refused.
@@ -19,7 +22,7 @@ import polars as pl
 from tracekit.engine_frames import STEP_FUNCTIONS
 from tracekit.errors import TraceError
 from tracekit.parsers._sqlite import SqliteSource
-from tracekit.parsers.msprof import device, hccl, host, summaries
+from tracekit.parsers.msprof import comm_tasks, device, device_index, hccl, host, summaries
 from tracekit.parsers.msprof.layout import Source
 from tracekit.parsers.msprof.meta import device_info, profiler_settings
 from tracekit.parsers.msprof.rows import NO_ID, Loaded, with_args
@@ -421,19 +424,20 @@ def _read(db: DbReader, source: Source, include_python: bool) -> Loaded:
     compute = _compute(db)
     if compute is not None:
         tasks = tasks.join(compute, on="gtid", how="left")
-    frames = [device.task_rows(tasks, None)]
+    task_rows = device.task_rows(tasks, None)
+    frames = []
     ops = _comm_ops(db)
+    op_rows = planes = None
     if ops is not None:
         ops = hccl.op_streams(ops, all_tasks, comm)
-        frames.append(
-            hccl.op_rows(ops.drop("device"), None).with_columns(
-                ops["device"].cast(pl.Int32).alias("device")
-            )
-        )
+        op_rows = hccl.op_rows(ops, None)
+        frames.append(op_rows)
     if comm is not None:
         op_names = ops.select("thread", "ts", "dur", "name") if ops is not None else None
-        rows = hccl.task_rows(comm, op_names, None)
-        frames.append(rows.with_columns(comm["device"].cast(pl.Int32).alias("device")))
+        planes = hccl.task_rows(comm, op_names, None)
+        frames.append(planes)
+    hccl_ops = comm_tasks.operators([op_rows] if op_rows is not None else [])
+    frames.insert(0, comm_tasks.mark(task_rows, hccl_ops, planes))
     cann = _cann(db)
     if cann is not None:
         frames.append(host.host_rows(cann))
@@ -448,6 +452,12 @@ def _read(db: DbReader, source: Source, include_python: bool) -> Loaded:
         loaded.meta["steps"] = sorted(steps["id"].drop_nulls().cast(pl.Int64).unique().to_list())
     loaded.frames = frames
     _meta(db, loaded, source, all_tasks)
+    if loaded.device is not None:  # rows whose table records no device: the export's one
+        loaded.frames = [
+            f.with_columns(pl.col("device").fill_null(loaded.device)) if "device" in f.columns
+            else f
+            for f in frames
+        ]  # fmt: skip
     return loaded
 
 
@@ -463,8 +473,11 @@ def _meta(db: DbReader, loaded: Loaded, source: Source, tasks: pl.DataFrame) -> 
     if loaded.rank is None and rank_map is not None and rank_map.height == 1:
         rank = rank_map["rankId"][0]
         loaded.rank = int(rank) if rank is not None and rank != NO_ID and rank >= 0 else None
-    used = tasks["device"].drop_nulls().unique().to_list()
-    loaded.device = used[0] if len(used) == 1 else loaded.device
+    mapped = None
+    if rank_map is not None and rank_map.height == 1 and "deviceId" in rank_map.columns:
+        mapped = device_index.single(rank_map["deviceId"].cast(pl.Int64, strict=False))
+    used = device_index.single(tasks["device"].drop_nulls().unique().to_list())
+    loaded.device = next((d for d in (used, mapped, loaded.device) if d is not None), None)
     known, _ = device_info(source.info)
     loaded.devices = known
     settings = profiler_settings(source.profiler_info)

@@ -4,10 +4,12 @@ Every small HCCL task is listed twice in a timeline: on its hardware stream (Asc
 named after the SQE type: ``Notify Wait``, ``Write Value``, ``SDMA``) and on a ``Plane N``
 thread of the HCCL process (named after the HCCL task: ``Notify_Wait``, ``Memcpy``,
 ``Reduce_Inline`` …, with src/dst rank, transport, size, bandwidth). The pair is matched on
-(stream, task id, context id, start) and written once, under the HCCL name, with the SQE type
-in ``args.hw_type``. The operator itself (``hcom_allReduce__586_0_1``, group thread) becomes a
-``comm`` row on the stream of its first task: found through its connection id, or by time on
-the planes of its group when the trace has no connection ids (MindSpore graph mode).
+(stream, task id, context id, start) and written once, a ``comm`` row under the HCCL name
+naming its operator in ``args.op``, with the SQE type in ``args.hw_type`` (hardware rows no
+plane row matches are found by :mod:`.comm_tasks`). The operator itself
+(``hcom_allReduce__586_0_1``, group thread) becomes a ``comm`` row on the stream of its first
+task: found through its connection id, or by time on the planes of its group when the trace has
+no connection ids (MindSpore graph mode); its device is its process's, else that task's.
 """
 
 from __future__ import annotations
@@ -75,6 +77,14 @@ def match_planes(
     return hw.filter(keep), tasks
 
 
+def _device(frame: pl.DataFrame, device: int | None) -> pl.Expr:
+    """The rows' own device (from their process or table) where known, else ``device``."""
+    fallback = pl.lit(device, pl.Int64)
+    if "device" not in frame.columns:
+        return fallback.cast(pl.Int32).alias("device")
+    return pl.coalesce(pl.col("device").cast(pl.Int64), fallback).cast(pl.Int32).alias("device")
+
+
 def _group(thread: pl.Expr) -> pl.Expr:
     return thread.str.extract(_GROUP, 1)
 
@@ -83,21 +93,22 @@ def op_streams(
     ops: pl.DataFrame, hw: pl.DataFrame | None, tasks: pl.DataFrame | None
 ) -> pl.DataFrame:
     """``ops`` with a ``stream``: that of the first hardware task sharing the op's connection
-    id, else of the first plane task of its group inside the op's window."""
+    id, else of the first plane task of its group inside the op's window; and that task's
+    ``device`` where the op records none."""
     ops = ops.with_row_index("_o")
-    stream = pl.DataFrame(schema={"_o": pl.UInt32, "stream": pl.Int64})
+    stream = pl.DataFrame(schema={"_o": pl.UInt32, "stream": pl.Int64, "_tdev": pl.Int64})
     if hw is not None and hw.height and "corr" in ops.columns:
         first = (
             hw.drop_nulls(["corr", "stream"])
             .sort("ts")
             .group_by("corr")
-            .agg(pl.col("stream").first())
+            .agg(pl.col("stream").first(), _task_device(hw).first())
         )
-        stream = ops.select("_o", "corr").join(first, on="corr", how="inner").select("_o", "stream")
+        stream = ops.select("_o", "corr").join(first, on="corr", how="inner").drop("corr")
     missing = ops.filter(~pl.col("_o").is_in(stream["_o"].implode()))
     if missing.height and tasks is not None and tasks.height:
         planes = (
-            tasks.select(pl.col("thread").alias("thread"), pl.col("ts").alias("_tts"), "stream")
+            tasks.select("thread", pl.col("ts").alias("_tts"), "stream", _task_device(tasks))
             .drop_nulls(["stream", "thread"])
             .sort("_tts")
         )
@@ -114,10 +125,17 @@ def op_streams(
                 check_sortedness=False,
             )
             .filter(pl.col("_tts") <= pl.col("_end"))
-            .select("_o", "stream")
+            .select("_o", "stream", "_tdev")
         )
-        stream = pl.concat([stream, found])
-    return ops.join(stream, on="_o", how="left").drop("_o")
+        stream = pl.concat([stream, found], how="vertical_relaxed")
+    out = ops.join(stream, on="_o", how="left").drop("_o")
+    own = pl.col("device").cast(pl.Int64) if "device" in out.columns else pl.lit(None, pl.Int64)
+    return out.with_columns(pl.coalesce(own, pl.col("_tdev")).alias("device")).drop("_tdev")
+
+
+def _task_device(tasks: pl.DataFrame) -> pl.Expr:
+    device = pl.col("device") if "device" in tasks.columns else pl.lit(None)
+    return device.cast(pl.Int64).alias("_tdev")
 
 
 def op_rows(ops: pl.DataFrame, device: int | None) -> pl.DataFrame:
@@ -151,7 +169,7 @@ def op_rows(ops: pl.DataFrame, device: int | None) -> pl.DataFrame:
             .otherwise(pl.lit("comm"))
             .alias("kind"),
             pl.when(aicpu).then(pl.lit("ai_cpu")).otherwise(pl.lit("comm")).alias("engine"),
-            pl.lit(device, pl.Int32).alias("device"),
+            _device(ops, device),
         ),
         fields,
     )
@@ -190,7 +208,9 @@ def _parent_ops(tasks: pl.DataFrame, ops: pl.DataFrame | None) -> pl.Expr | pl.S
 
 
 def task_rows(tasks: pl.DataFrame, ops: pl.DataFrame | None, device: int | None) -> pl.DataFrame:
-    """Timeline rows of plane tasks: ``sync`` for notifies, ``memcpy`` for data moves."""
+    """Timeline rows of plane tasks: ``comm`` rows (the work of their operator, named in
+    ``args.op``), engine ``sdma`` / ``comm`` by transport for data moves, ``comm`` for
+    notifies."""
     tasks = tasks.with_columns(_op=_parent_ops(tasks, ops))
     task_type = pl.coalesce(pl.col("task_type"), pl.col("name"))
     aicpu = pl.col("thread").fill_null("").str.contains("(?i)aicpu")
@@ -211,7 +231,7 @@ def task_rows(tasks: pl.DataFrame, ops: pl.DataFrame | None, device: int | None)
         ("hw_type", pl.col("hw_type"), "text"),
         ("mc2", pl.when(aicpu).then(pl.col("_op").str.replace(r"(?i)aicpu$", "")), "text"),
     ]
-    kind = hccl_task_kind(task_type)
+    moves = hccl_task_kind(task_type) == "memcpy"
     corr = pl.col("hw_corr") if "hw_corr" in tasks.columns else pl.lit(None, pl.Int64)
     return with_args(
         tasks,
@@ -221,12 +241,12 @@ def task_rows(tasks: pl.DataFrame, ops: pl.DataFrame | None, device: int | None)
             "stream",
             corr.alias("corr"),
             pl.col("name"),
-            kind.alias("kind"),
-            pl.when(kind == "sync")
-            .then(None)
-            .otherwise(transport_engine(pl.col("transport")))
+            pl.lit("comm").alias("kind"),
+            pl.when(moves)
+            .then(transport_engine(pl.col("transport")))
+            .otherwise(pl.lit("comm"))
             .alias("engine"),
-            pl.lit(device, pl.Int32).alias("device"),
+            _device(tasks, device),
         ),
         fields,
     )

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from tracekit.errors import TraceError
 from tracekit.parsers.msprof.csv_tables import csv_role, read_header
+from tracekit.parsers.msprof.device_index import MEMORY_CSVS
 
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
 MS_OUTPUT = "mindstudio_profiler_output"
@@ -64,6 +65,7 @@ class Source:
     task_time: list[Path] = field(default_factory=list)
     step_trace: list[Path] = field(default_factory=list)
     op_statistic: list[Path] = field(default_factory=list)
+    memory: list[Path] = field(default_factory=list)  # torch_npu memory CSVs (NPU:<device>)
     db: Path | None = None
     info: list[Path] = field(default_factory=list)
     start_info: dict[int, Path] = field(default_factory=dict)
@@ -141,6 +143,7 @@ def _text_source(folder: Path, root: Path) -> Source | None:
         task_time=roles.get("task_time", []),
         step_trace=roles.get("step_trace", []),
         op_statistic=roles.get("op_statistic", []),
+        memory=[p for p in (folder / n for n in MEMORY_CSVS) if p.is_file()],
     )
 
 
@@ -370,6 +373,7 @@ def _file_source(path: Path) -> Source:
                 p for p in siblings.op_details if p not in own
             ]
             source.step_trace = source.step_trace or siblings.step_trace
+            source.memory = siblings.memory
             if path in siblings.timeline or path in siblings.op_details:
                 source.timeline = source.timeline or siblings.timeline
                 source.task_time = source.task_time or siblings.task_time

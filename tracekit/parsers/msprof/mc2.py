@@ -66,7 +66,7 @@ def mc2_types(op_type: pl.Series, name: pl.Series) -> pl.Series:
 
 
 def summary(frames: list[pl.DataFrame]) -> dict[str, object]:
-    """Counts for the metadata: MC² kernels per type and Aicpu communication rows."""
+    """Counts for the metadata: MC² kernels per type and Aicpu communication operators."""
     kernels: dict[str, int] = {}
     aicpu = 0
     for frame in frames:
@@ -75,8 +75,11 @@ def summary(frames: list[pl.DataFrame]) -> dict[str, object]:
         tagged = frame.filter(pl.col("args").str.contains('"mc2":', literal=True))
         if not tagged.height:
             continue
+        # an operator's tasks (``args.op``) are not operators of their own
+        task = pl.col("args").str.contains('"op":', literal=True)
         names = tagged.select(
-            pl.col("kind"), pl.col("args").str.extract(r'"mc2":"([^"]*)"', 1).alias("t")
+            pl.when(task).then(pl.lit("task")).otherwise(pl.col("kind")).alias("kind"),
+            pl.col("args").str.extract(r'"mc2":"([^"]*)"', 1).alias("t"),
         )
         for kind, kind_type, n in names.group_by("kind", "t").len().iter_rows():
             if kind == "kernel":

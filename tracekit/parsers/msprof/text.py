@@ -3,7 +3,10 @@
 Device tasks come from the timeline's Ascend Hardware layer when there is one, else from
 ``task_time_*.csv``, else from the op_summary / kernel_details table alone; op details enrich
 the tasks (see :mod:`.device`). HCCL comes from the timeline's HCCL layer, else from the
-HCCL rows of the op table. Older per-device timelines count in device-monotonic µs: they are
+HCCL rows of the op table; the hardware tasks of an HCCL operator become communication rows
+(:mod:`.comm_tasks`). The device of every row is its process's (packed pid or ``NPU <n>``
+label), else the ``device_<n>`` folder, the op table's ``Device_id`` or the memory CSVs
+(:mod:`.device_index`). Older per-device timelines count in device-monotonic µs: they are
 put on the epoch through ``start_info.N``; without it they stay monotonic (with a warning).
 """
 
@@ -15,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from tracekit.parsers.msprof import device, hccl, host, summaries
+from tracekit.parsers.msprof import comm_tasks, device, device_index, hccl, host, summaries
 from tracekit.parsers.msprof.csv_tables import read_op_details, read_step_trace, read_task_time
 from tracekit.parsers.msprof.layout import Source
 from tracekit.parsers.msprof.meta import PLATFORMS, clock_anchor, device_info, profiler_settings
@@ -119,7 +122,6 @@ def read_text(source: Source, include_python: bool = False) -> Loaded:
         details = tables.result()
     loaded.warnings += layers.warnings
     _to_epoch(layers, source, loaded)
-    dev = source.device if source.device is not None else layers.device
     if details is not None and "start" in details.columns and details["start"].null_count():
         loaded.warnings.append(
             f"{details['start'].null_count()} op table rows without a usable start time; dropped"
@@ -128,9 +130,7 @@ def read_text(source: Source, include_python: bool = False) -> Loaded:
     task_details, op_details = (
         device.split_details(details) if details is not None else (None, None)
     )
-    if dev is None and details is not None and "device" in details.columns:
-        found = details["device"].drop_nulls().unique().to_list()
-        dev = found[0] if len(found) == 1 else None
+    dev = _device(source, layers, details)
     loaded.device = dev
     all_hw = hw = layers.hardware
     # the three row sets are independent; their polars and Arrow work releases the GIL
@@ -142,7 +142,11 @@ def read_text(source: Source, include_python: bool = False) -> Loaded:
         tasks = pool.submit(_device_rows, hw, source, task_details, dev)
         comm = pool.submit(_hccl_rows, layers, all_hw, op_details, dev)
         frames, warnings = tasks.result()
-        frames += comm.result() + rest.result()
+        ops, planes = comm.result()
+        others = rest.result()
+    hccl_ops = comm_tasks.operators([ops] if ops is not None else [])
+    frames = [comm_tasks.mark(f, hccl_ops, planes) for f in frames]
+    frames += [f for f in (ops, planes) if f is not None] + others
     loaded.warnings += warnings
     loaded.frames = frames
     _meta(loaded, source, layers, details)
@@ -177,17 +181,31 @@ def _device_rows(
 
 def _hccl_rows(
     layers: Layers, hw: pl.DataFrame | None, op_details: pl.DataFrame | None, dev: int | None
-) -> list[pl.DataFrame]:
+) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
     """HCCL operator rows (timeline, else op table) and plane task rows."""
-    frames = []
+    ops = planes = None
     if layers.hccl_ops is not None and layers.hccl_ops.height:
-        ops = hccl.op_streams(layers.hccl_ops, hw, layers.hccl_tasks)
-        frames.append(hccl.op_rows(ops, dev))
+        ops = hccl.op_rows(hccl.op_streams(layers.hccl_ops, hw, layers.hccl_tasks), dev)
     elif op_details is not None and op_details.height:
-        frames.append(hccl.detail_ops(op_details, dev))
+        ops = hccl.detail_ops(op_details, dev)
     if layers.hccl_tasks is not None and layers.hccl_tasks.height:
-        frames.append(hccl.task_rows(layers.hccl_tasks, layers.hccl_ops, dev))
-    return frames
+        planes = hccl.task_rows(layers.hccl_tasks, layers.hccl_ops, dev)
+    return ops, planes
+
+
+def _device(source: Source, layers: Layers, details: pl.DataFrame | None) -> int | None:
+    """The device of a source's rows, from what it records (see :mod:`.device_index`): the
+    ``device_<n>`` folder, the timeline's device processes, the op table's ``Device_id``, the
+    memory CSVs."""
+    if source.device is not None:
+        return source.device
+    if layers.device is not None:
+        return layers.device
+    if details is not None and "device" in details.columns:
+        found = device_index.single(details["device"].drop_nulls().unique().to_list())
+        if found is not None:
+            return found
+    return device_index.memory_device(source.memory)
 
 
 def _host_rows(layers: Layers, hw: pl.DataFrame | None, dev: int | None) -> list[pl.DataFrame]:

@@ -55,6 +55,7 @@ class Args(msgspec.Struct, gc=False):
     iteration_id: Any = F(name="Iteration ID", default=None)
     name: Any = None
     labels: Any = None
+    sort_index: Any = None
 
 
 class Event(msgspec.Struct, gc=False):

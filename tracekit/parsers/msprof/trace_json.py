@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from tracekit.parsers.columns import field_values, take, texts
 from tracekit.parsers.kineto.decode import gzipped, read_bytes
+from tracekit.parsers.msprof.device_index import process_devices, single, with_devices
 from tracekit.parsers.msprof.trace_decode import (
     Codes,
     Reader,
@@ -47,6 +48,7 @@ from tracekit.parsers.msprof.trace_layers import (
     build,
 )
 
+DEVICE_ROLES = (HARDWARE, HCCL, OVERLAP, STEP)
 ROLES = {
     "Ascend Hardware": HARDWARE,
     "HCCL": HCCL,
@@ -56,7 +58,6 @@ ROLES = {
     "Overlap Analysis": OVERLAP,
     "Step Trace": STEP,
 }
-_DEVICE_LABEL = re.compile(r"^NPU\s*(\d+)$")
 _CANN_THREAD = re.compile(r"^Thread \d+$")
 
 
@@ -72,6 +73,7 @@ class Layers:
     flows: pl.DataFrame | None = None
     overlap_ns: dict[str, int] = field(default_factory=dict)
     device: int | None = None
+    pid_devices: dict[Any, int] = field(default_factory=dict)
     stream_keys: list[str] = field(default_factory=list)
     processes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -80,9 +82,10 @@ class Layers:
 @dataclass
 class Summary:
     """What the layers of one slice of events need to know of the others: the metadata events
-    ``(name, pid, tid, args.name, args.labels)``, every pid and the pids starting flows."""
+    ``(name, pid, tid, args.name, args.labels, args.sort_index)``, every pid and the pids
+    starting flows."""
 
-    meta: list[tuple[Any, Any, Any, Any, Any]]
+    meta: list[tuple[Any, Any, Any, Any, Any, Any]]
     pids: list[Any]
     flow_pids: list[Any]
 
@@ -105,12 +108,15 @@ def scan(events: list[Any]) -> Scan:
     cat = texts(field_values("cat")(events))
     pids = distinct(field_values("pid")(events))
     meta = [
-        (e.name, e.pid, e.tid, *((e.args.name, e.args.labels) if e.args else (None, None)))
-        for e in take(events, where(pc.equal(ph, "M")))
+        (e.name, e.pid, e.tid, *_meta_args(e.args)) for e in take(events, where(pc.equal(ph, "M")))
     ]
     starts = where(pc.and_(pc.equal(ph, "s"), pc.equal(cat, "HostToDevice")))
     flow_pids = [pids.values[k] for k in np.unique(pids.codes[starts]).tolist()]
     return Scan(events, Summary(meta, pids.values, flow_pids), ph, cat, pids)
+
+
+def _meta_args(args: Any) -> tuple[Any, Any, Any]:
+    return (args.name, args.labels, args.sort_index) if args else (None, None, None)
 
 
 def layers_of(part: Scan, roles: dict[Any, str], threads: dict, include_python: bool) -> Part:
@@ -129,22 +135,24 @@ def resolve(summaries: list[Summary]) -> tuple[Layers, dict[Any, str], dict]:
     out = Layers()
     procs: dict[Any, str] = {}
     labels: dict[Any, str] = {}
+    sort_index: dict[Any, Any] = {}
     threads: dict[tuple[Any, Any], str] = {}
-    for name, pid, tid, value, label in (m for s in summaries for m in s.meta):
+    for name, pid, tid, value, label, index in (m for s in summaries for m in s.meta):
         if name == "process_name" and value is not None:
             procs[pid] = str(value)
         elif name == "thread_name" and value is not None:
             threads[(pid, tid)] = str(value)
         elif name == "process_labels" and label is not None:
             labels[pid] = str(label)
+        elif name == "process_sort_index" and index is not None:
+            sort_index[pid] = index
     pids = {p for s in summaries for p in s.pids}
     flow_pids = {p for s in summaries for p in s.flow_pids}
     roles = _roles(procs, threads, flow_pids, pids, out.warnings)
     out.processes = sorted(set(procs.values()))
-    for pid, label in labels.items():
-        match = _DEVICE_LABEL.match(label.strip())
-        if match and roles.get(pid) in (HARDWARE, HCCL):
-            out.device = int(match.group(1))
+    devices = process_devices(labels, sort_index, [p for p in roles if roles[p] in DEVICE_ROLES])
+    out.pid_devices = devices
+    out.device = single(devices.values())
     return out, roles, threads
 
 
@@ -174,9 +182,10 @@ def _concat(frames: list[pl.DataFrame | None]) -> pl.DataFrame | None:
 
 def finish(out: Layers, parts: list[Part]) -> Layers:
     """``out`` with the layer frames of ``parts`` (slices in file order) put together."""
-    out.hardware = _concat([p.hardware for p in parts])
-    out.hccl_ops = _concat([p.hccl_ops for p in parts])
-    out.hccl_tasks = _concat([p.hccl_tasks for p in parts])
+    devices = out.pid_devices
+    out.hardware = with_devices(_concat([p.hardware for p in parts]), devices)
+    out.hccl_ops = with_devices(_concat([p.hccl_ops for p in parts]), devices)
+    out.hccl_tasks = with_devices(_concat([p.hccl_tasks for p in parts]), devices)
     out.host = [_concat([p.host.get(k) for p in parts]) for k in HOST_KEYS]  # type: ignore[misc]
     out.host = [f for f in out.host if f is not None]
     out.steps = _concat([p.hw_steps for p in parts] + [p.steps for p in parts])

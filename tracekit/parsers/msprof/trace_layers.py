@@ -88,6 +88,7 @@ def _hardware(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
         "subtask_id": ints(get("subtask_id")),
         "model_id": ints(get("model_id")),
         "corr": ints(get("connection_id")),
+        "pid": reader.ids("pid", idx),
     }
     if physic.count(None) < len(physic):
         out.stream_keys.append("Physic Stream Id")
@@ -135,6 +136,7 @@ def _hccl(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
     if len(ops_at):
         columns, get, keep = _hccl_columns(reader, events, ops_at, group, "HCCL")
         columns |= {
+            "pid": reader.ids("pid", idx[ops_at]),
             "corr": ints(get("connection_id")),
             "model_id": ints(get("hccl_model_id")),
             "data_type": texts(get("data_type")),
@@ -147,6 +149,7 @@ def _hccl(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
     if len(tasks_at):
         columns, get, keep = _hccl_columns(reader, events, tasks_at, group, "HCCL task")
         columns |= {
+            "pid": reader.ids("pid", idx[tasks_at]),
             "plane": pa.array(plane_no[tasks_at]),
             "stream": ints(get("plane_stream")),
             "task_id": ints(get("plane_task")),
