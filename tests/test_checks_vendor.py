@@ -62,3 +62,75 @@ def test_rocprofv3_kernel_stats_pass_then_fail_naming_the_kernel(
     check = _checks(files["kernel_trace"])[name]
     assert check.status == "fail" and check.expected == new
     assert repr(kernel[:80]) in check.detail and "(9.1% off)" in check.detail
+
+
+@pytest.fixture(scope="module")
+def ascend() -> pl.DataFrame:
+    from fixtures.ascend_scenario import build_ascend_scenario
+
+    return build_ascend_scenario(steps=4, layers=2).events
+
+
+def test_torch_npu_step_trace_pass_then_fail_naming_the_step(
+    ascend: pl.DataFrame, tmp_path: Path
+) -> None:
+    from fixtures.ascend_text_writer import write_torch_npu
+
+    out = write_torch_npu(ascend, tmp_path, rank=0)
+    name = "vendor.steps:step_trace_time.csv@rank0"
+    check = _checks(out)[name]
+    assert check.status == "pass" and check.detail.startswith("4 step(s) agree")
+    step, _ = _scale(out / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv", "Step",
+                     "Computing", pick=2)  # fmt: skip
+    check = _checks(out)[name]
+    assert check.status == "fail" and check.detail.startswith(f"step {step}: computing ")
+    assert "(9.1% off)" in check.detail
+
+
+def test_torch_npu_op_statistic_pass_then_fail_naming_the_operator_type(
+    ascend: pl.DataFrame, tmp_path: Path
+) -> None:
+    from fixtures.ascend_text_writer import write_torch_npu
+
+    out = write_torch_npu(ascend, tmp_path, rank=0)
+    name = "vendor.kernels:op_statistic.csv@rank0"
+    assert _checks(out)[name].status == "pass"
+    op_type, _ = _scale(out / "ASCEND_PROFILER_OUTPUT" / "op_statistic.csv", "OP Type",
+                        "Total Time(us)", pick=1)  # fmt: skip
+    check = _checks(out)[name]
+    assert check.status == "fail" and check.detail.startswith(repr(op_type))
+
+
+def test_torch_npu_analysis_db_pass_then_fail_naming_the_step(
+    ascend: pl.DataFrame, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    from fixtures.ascend_db_writer import write_torch_npu_db
+
+    out = write_torch_npu_db(ascend, tmp_path, rank=0)
+    name = "vendor.steps:analysis.db@rank0"
+    check = _checks(out)[name]
+    assert check.status == "pass" and check.detail.startswith("4 step(s) agree")
+    db = out / "ASCEND_PROFILER_OUTPUT" / "analysis.db"
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE StepTraceTime SET overlapped = overlapped * 1.1 WHERE step = '3'")
+    con.close()
+    check = _checks(out)[name]
+    assert check.status == "fail" and check.detail.startswith("step 3: overlapped ")
+    assert "(9.1% off)" in check.detail
+
+
+def test_torch_npu_kernel_details_pass_then_fail_naming_the_kernel(
+    ascend: pl.DataFrame, tmp_path: Path
+) -> None:
+    from fixtures.ascend_text_writer import write_torch_npu
+
+    out = write_torch_npu(ascend, tmp_path, rank=0)
+    name = "vendor.kernels:kernel_details.csv@rank0"
+    check = _checks(out)[name]
+    assert check.status == "pass" and check.detail.endswith("in calls and time")
+    details = out / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    kernel, _ = _scale(details, "Name", "Duration(us)", pick=3)
+    check = _checks(out)[name]
+    assert check.status == "fail" and check.detail.startswith(repr(kernel))

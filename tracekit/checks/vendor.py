@@ -44,6 +44,12 @@ def _close(want: float, got: float) -> bool:
     return abs(got - want) <= max(ABS_NS, REL * abs(want))
 
 
+def _check_name(kind: str, summary: dict[str, Any]) -> str:
+    """``vendor.steps:step_trace_time.csv``, with ``@rank1`` when the summary is one rank's."""
+    rank = summary.get("rank")
+    return f"vendor.{kind}:{summary.get('source', '?')}" + ("" if rank is None else f"@rank{rank}")
+
+
 def vendor_view(in_windows: pl.DataFrame) -> pl.DataFrame:
     """Per (rank, device, step), the step's time as the vendors split it: ``computing_ns``
     (union of compute kernels, fused compute-communication ones included),
@@ -64,7 +70,7 @@ def vendor_view(in_windows: pl.DataFrame) -> pl.DataFrame:
 def _steps_check(summary: dict[str, Any], view: pl.DataFrame, labels: pl.DataFrame) -> Check:
     """Per step: the vendor's compute / exposed / overlapped communication against ours."""
     source = summary.get("source", "?")
-    name = f"vendor.steps:{source}"
+    name = _check_name("steps", summary)
     if summary.get("rank") is not None:  # one rank's summary
         view = view.filter(pl.col("rank") == summary["rank"])
     ours = (
@@ -74,11 +80,12 @@ def _steps_check(summary: dict[str, Any], view: pl.DataFrame, labels: pl.DataFra
         .agg(pl.col(STEP_FIELDS).sum())
     )
     found = {str(r["number"]): r for r in ours.iter_rows(named=True) if r["number"] is not None}
-    compared, worst = 0, None
+    compared, worst, steps = 0, None, set()
     for row in summary.get("rows", []):
         step = str(row.get("step"))
         if step not in found:
             continue
+        steps.add(step)
         for field in STEP_FIELDS:
             want, got = row.get(field), found[step][field]
             if want is None or got is None:
@@ -92,7 +99,11 @@ def _steps_check(summary: dict[str, Any], view: pl.DataFrame, labels: pl.DataFra
         steps = ", ".join(str(r.get("step")) for r in summary.get("rows", [])[:5])
         return Check(name, "warn", f"{source} names steps ({steps}) that no step found here has")
     if worst is None:
-        return Check(name, "pass", f"{compared} step values agree with {source}", compared, 0)
+        detail = (
+            f"{len(steps)} step(s) agree with {source}: computing, communication not overlapped"
+            f" and overlapped ({compared} values)"
+        )
+        return Check(name, "pass", detail, compared, compared)
     off, step, field, want, got = worst
     detail = (
         f"step {step}: {field.removesuffix('_ns')} {got:,.0f} ns here, {want:,.0f} ns in {source}"
@@ -106,7 +117,7 @@ def _kernels_check(summary: dict[str, Any], rows: pl.DataFrame) -> Check:
     against those of our rows of that kind."""
     source, key = summary.get("source", "?"), summary.get("key", "name")
     kind = summary.get("kind", "kernels")
-    name = f"vendor.{kind}:{source}"
+    name = _check_name(kind, summary)
     kinds = {"kernels": ["kernel", "comm"], "api": ["api"], "copies": ["memcpy", "memset"]}
     rows = rows.filter(pl.col("kind").cast(pl.String).is_in(kinds[kind]))
     if summary.get("rank") is not None:

@@ -1,6 +1,7 @@
 """The vendor's own summaries of an Ascend output, kept for ``tracekit.checks``:
 torch_npu ``step_trace_time.csv`` / ``analysis.db`` StepTraceTime (per step), and
-``op_statistic.csv`` (per operator type). Each becomes one ``meta["summaries"]`` entry
+``op_statistic.csv`` (per operator type), ``kernel_details.csv`` / ``op_summary_*.csv`` (per
+operator name, when the rows came from the timeline). Each becomes one ``meta["summaries"]`` entry
 (``tracekit.checks.vendor`` documents the shape); times in ns."""
 
 from __future__ import annotations
@@ -77,3 +78,30 @@ def op_statistic(path: Path, device: int | None, rank: int | None) -> dict[str, 
     )
     rows = table.sort("key").to_dicts()
     return {"kind": "kernels", "source": path.name, "key": "op_type", "rank": rank, "rows": rows}
+
+
+DETAIL_COLUMNS = (("Name", "Duration(us)"), ("Op Name", "Task Duration(us)"))
+
+
+def op_details(path: Path, device: int | None, rank: int | None) -> dict[str, Any] | None:
+    """``kernel_details.csv`` / ``op_summary_*.csv``: per operator name, calls and total
+    time; only this device's rows when the file has a ``Device_id`` column."""
+    columns = set(read_header(path))
+    found = next(((n, d) for n, d in DETAIL_COLUMNS if {n, d} <= columns), None)
+    if found is None:
+        return None
+    try:
+        raw = pl.read_csv(path, infer_schema=False)
+    except (pl.exceptions.PolarsError, OSError):
+        return None
+    name, dur = found
+    frame = raw.select(
+        clean_text(name).alias("key"),
+        float_text(dur).alias("us"),
+        *([pl.col("Device_id").cast(pl.Int64, strict=False)] if "Device_id" in raw.columns else []),
+    )
+    if device is not None and "Device_id" in frame.columns:
+        frame = frame.filter(pl.col("Device_id") == device)
+    table = frame.group_by("key").agg(calls=pl.len(), total_ns=pl.col("us").sum() * US)
+    rows = table.sort("key").to_dicts()
+    return {"kind": "kernels", "source": path.name, "key": "name", "rank": rank, "rows": rows}

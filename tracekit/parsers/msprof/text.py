@@ -272,6 +272,10 @@ def _meta(loaded: Loaded, source: Source, layers: Layers, details: pl.DataFrame 
         found = summaries.op_statistic(path, loaded.device, loaded.rank)
         if found:
             meta.setdefault("summaries", []).append(found)
+    for path in source.op_details if source.timeline else ():  # else the rows are this table
+        found = summaries.op_details(path, loaded.device, loaded.rank)
+        if found:
+            meta.setdefault("summaries", []).append(found)
     meta["steps"] = sorted(steps)
     known, run = device_info(source.info)
     loaded.devices = known
