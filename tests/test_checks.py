@@ -158,3 +158,19 @@ def test_checks_show_in_summary_analyze_and_markdown(tmp_path: Path) -> None:
     assert "| ⚠ warn | `comm.unknown` | 4 kernel name(s)" in md
     data = json.loads(run_cli("analyze", str(path), "--json").stdout)
     assert data["checks"][0]["name"] == "comm.unknown"
+
+
+def test_hccl_tasks_count_once_in_sums_and_checks() -> None:
+    """The 910B sample's collectives and their hardware tasks are all communication rows;
+    sums count a task in its collective only, so the step's communication category time is
+    its communication union (the collectives do not overlap) and no more."""
+    from tests.conftest import real_file
+
+    path = real_file("ascend", "msinsight_torchnpu_910B_2rank/text/level1")
+    analysis = tracekit.analyze(tracekit.load(path))
+    metrics = analysis.step_metrics.sort("rank")
+    assert metrics["cat_comm_ns"].to_list() == metrics["comm_ns"].to_list()
+    assert metrics["comm_ns"].to_list() == [105_991_878, 100_375_286]
+    by = {c.name: c for c in analysis.checks}
+    assert by["categories.sum"].status == "pass"
+    assert by["comm.present"].actual == 105_991_878 + 100_375_286

@@ -134,3 +134,35 @@ def test_torch_npu_kernel_details_pass_then_fail_naming_the_kernel(
     kernel, _ = _scale(details, "Name", "Duration(us)", pick=3)
     check = _checks(out)[name]
     assert check.status == "fail" and check.detail.startswith(repr(kernel))
+
+
+def test_each_rank_of_a_folder_is_checked_against_its_own_summary(
+    ascend: pl.DataFrame, tmp_path: Path
+) -> None:
+    """Ranks told apart by folder only (no profiler_info): each summary still compared with
+    its own rank's rows, not with the rows of all ranks together."""
+    from fixtures.ascend_text_writer import write_torch_npu
+
+    for rank in (0, 1):
+        out = write_torch_npu(ascend, tmp_path, rank=rank, device=rank,
+                              name=f"host{rank}_4242_20250109074803_ascend_pt")  # fmt: skip
+        for info in out.glob("profiler_info_*.json"):
+            info.unlink()
+    checks = _checks(tmp_path)
+    vendor = {n: c.status for n, c in checks.items() if n.startswith("vendor.")}
+    assert vendor == {f"vendor.{k}@rank{r}": "pass" for r in (0, 1)
+                      for k in ("steps:step_trace_time.csv", "kernels:op_statistic.csv",
+                                "kernels:kernel_details.csv")}  # fmt: skip
+
+
+def test_an_unreadable_stats_row_is_left_out_not_a_crash(
+    events: pl.DataFrame, tmp_path: Path
+) -> None:
+    path = write_results_csv(events, tmp_path / "results.csv", style="stats")
+    stats = write_stats_csv(events, tmp_path / "results.stats.csv")
+    lines = stats.read_text().splitlines()
+    cells = lines[1].split(",")
+    cells[2] = '"n/a"'
+    stats.write_text("\n".join([lines[0], ",".join(cells), *lines[2:]]) + "\n")
+    check = _checks(path)["vendor.kernels:results.stats.csv"]
+    assert check.status == "pass" and check.actual == len(lines) - 2

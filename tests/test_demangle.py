@@ -88,6 +88,18 @@ def test_a_real_rocm_trace_loads_with_readable_names() -> None:
     ("name", "short"),
     [
         (ENABLE_IF, "vllm::fused_add_rms_norm_kernel"),
+        (
+            "std::enable_if<T2>(int)0&&vllm::_typeConvert<T1>::exists, void>::type"
+            " vllm::fused_add_rms_norm_kernel<c10::BFloat16, (int)8>(T1 *, T1 *, const T1 *, float,"
+            " int, int)",
+            "vllm::fused_add_rms_norm_kernel",
+        ),  # as Nsight Systems prints it
+        (
+            "std::enable_if<(((8)>(0)))&&(vllm::_typeConvert<float>::exists), void>::type"
+            " vllm::f<float, 8>(float*)",
+            "vllm::f",
+        ),
+        ("void ck_tile::kentry<2, Foo>(Bar)", "ck_tile::kentry<Foo>"),
         (SILU_TEXT, "vllm::act_and_mul_kernel"),
         (
             "void (anonymous namespace)::one_shot_all_reduce_kernel<float, 16, 8>(float**)",

@@ -10,6 +10,7 @@ import polars as pl
 
 from tracekit.intervals import gaps, intersect, lengths, merge, subtract
 from tracekit.taxonomy import CATEGORIES
+from tracekit.timeline import is_part
 
 KEY = ["rank", "device", "step"]
 # Compute: every kernel that is not communication (copy kernels and fallbacks included; on
@@ -90,7 +91,7 @@ def step_metrics(
         .group_by(KEY)
         .agg(comm_bubble_ns=pl.col("ns").sum())
     )
-    own = work.filter(pl.col("step").is_not_null())
+    own = work.filter(pl.col("step").is_not_null() & ~is_part())  # sums: tasks count once
     sums = own.group_by(KEY).agg(
         pl.col("dur").filter(pl.col("is_fallback")).sum().alias("fallback_ns"),
         pl.col("dur").filter(pl.col("is_fused_comm")).sum().alias("fused_comm_ns"),

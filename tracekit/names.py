@@ -67,25 +67,46 @@ def _strip_parameters(text: str) -> str:
     return text
 
 
-_OPEN, _CLOSE = "<([{", ">)]}"
+def _parameters_start(text: str) -> int | None:
+    """Where the parameter list glued to the end of a signature starts (``foo<T>(int)`` ->
+    6), or None when ``text`` does not end in one."""
+    if not text.endswith(")"):
+        return None
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        if text[i] == ")":
+            depth += 1
+        elif text[i] == "(":
+            depth -= 1
+            if depth == 0:
+                return i if i > 0 and not text[i - 1].isspace() else None
+    return None
 
 
 def drop_return_type(text: str) -> str:
     """``std::enable_if<…>::type vllm::f<…>(int)`` -> ``vllm::f<…>(int)``: what comes before
     the function of a demangled signature (one whose parameter list is glued to its name).
 
+    The function is read from the right: over its template arguments (``<>`` counted outside
+    parentheses only, so ``(8)>(0)`` is no bracket) to the first space outside all brackets.
     Anything else (``Memcpy HtoD (Pinned -> Device)``, ``foo<T>``) is returned unchanged.
     """
-    depth, space = 0, -1
-    for i, ch in enumerate(text):
-        if ch == "(" and depth == 0 and i > 0 and not text[i - 1].isspace():
-            return text[space + 1 :] if space >= 0 else text
-        if ch in _OPEN:
-            depth += 1
-        elif ch in _CLOSE:
-            depth = max(depth - 1, 0)
-        elif ch == " " and depth == 0:
-            space = i
+    params = _parameters_start(text)
+    if params is None:
+        return text
+    angle = round_ = 0
+    for i in range(params - 1, -1, -1):
+        ch = text[i]
+        if ch in ")]}":
+            round_ += 1
+        elif ch in "([{":
+            round_ = max(round_ - 1, 0)
+        elif round_ == 0 and ch == ">" and not text[max(i - 1, 0)] == "-":
+            angle += 1
+        elif round_ == 0 and ch == "<":
+            angle = max(angle - 1, 0)
+        elif ch == " " and angle == 0 and round_ == 0:
+            return text[i + 1 :]
     return text
 
 

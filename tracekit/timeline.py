@@ -24,6 +24,18 @@ META_KEY = b"tracekit"
 
 KINDS = ("kernel", "memcpy", "memset", "comm", "sync", "api", "range", "op", "marker")
 DEVICE_KINDS = ("kernel", "memcpy", "memset", "comm", "sync")
+# A communication row that is one task of a larger one (an HCCL collective's hardware task)
+# names it in ``args`` under this key: interval unions keep it, sums of time leave it out
+# (its collective counts), so no time is counted twice.
+PART_OF = "op"
+
+
+def is_part() -> pl.Expr:
+    """True for a row that is one task of another row (see :data:`PART_OF`)."""
+    return (pl.col("kind").cast(pl.String) == "comm") & pl.col("args").str.contains(
+        f'"{PART_OF}":\\s*"'
+    ).fill_null(False)
+
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
 

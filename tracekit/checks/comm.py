@@ -8,6 +8,8 @@ from typing import Any
 import polars as pl
 
 from tracekit.checks.model import Check
+from tracekit.intervals import lengths, merge
+from tracekit.timeline import is_part
 
 KEY = ["rank", "device"]
 LISTED = 5  # guessed names named in the detail
@@ -21,16 +23,24 @@ def _brief(name: str, width: int = 70) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
 
+def _comm_ns(work: pl.DataFrame) -> int:
+    """Communication time: the union of communication rows per (rank, device)."""
+    comm = work.filter(pl.col("is_comm"))
+    return int(lengths(merge(comm, KEY), KEY)["ns"].sum() or 0) if comm.height else 0
+
+
 def communicates(work: pl.DataFrame, meta: dict[str, Any]) -> Check:
     """A trace of several ranks or devices with no communication at all is suspicious: its
     collectives probably run in kernels tracekit does not know."""
     places = work.select(KEY).unique().height
     ranks = len(meta.get("ranks") or []) or work["rank"].n_unique()
     world = int(meta.get("world_size") or 1)
-    comm = int(work.filter(pl.col("is_comm"))["dur"].sum() or 0)
+    comm = _comm_ns(work)
     several = max(places, ranks, world) > 1
     if not several or comm:
-        detail = f"communication {_ns(comm)}" + ("" if several else " (one device)")
+        detail = f"communication {_ns(comm)} (union per device)" + (
+            "" if several else " (one device)"
+        )
         return Check("comm.present", "pass", detail, None, comm)
     detail = (
         f"{max(places, ranks, world)} ranks/devices but no communication kernel was recognised;"
@@ -45,7 +55,7 @@ def unknown_comm(guessed: pl.DataFrame, work: pl.DataFrame) -> Check:
     if not guessed.height:
         return Check("comm.unknown", "pass", "every communication kernel is a known one", 0, 0)
     ns = int(guessed["ns"].sum())
-    comm = int(work.filter(pl.col("is_comm"))["dur"].sum() or 0)
+    comm = int(work.filter(pl.col("is_comm") & ~is_part())["dur"].sum() or 0)
     share = f" ({ns / comm:.0%} of communication)" if comm else ""
     listed = "; ".join(
         f"{_brief(name)} ×{rows:,} {_ns(t)}" for name, rows, t in guessed.head(LISTED).iter_rows()

@@ -52,6 +52,26 @@ def short_name(name: str | None, width: int = 60) -> str:
     return _shorten(text[5:] if text.startswith("void ") else text, width)
 
 
+def _kernel_argument(text: str, start: int) -> str | None:
+    """The first template argument (of the ``<`` at ``start``) that names something, not a
+    number: ``kentry<2, ck_tile::FmhaFwdKernel<…>>`` -> ``ck_tile::FmhaFwdKernel<…>``."""
+    depth, begin = 0, start + 1
+    for i in range(start, len(text)):
+        ch = text[i]
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+        if (depth == 1 and ch == ",") or depth == 0:
+            argument = text[begin:i].strip()
+            if argument[:1].isalpha() or argument[:1] == "_":
+                return argument
+            begin = i + 1
+            if depth == 0:
+                return None
+    return None
+
+
 def _shorten(text: str, width: int) -> str:
     for anonymous in ("<unnamed>::", "(anonymous namespace)::"):
         text = text.replace(anonymous, "")
@@ -60,9 +80,10 @@ def _shorten(text: str, width: int) -> str:
         base = text[: cut.start()]
         if text[cut.start()] == "<" and base.rsplit("::", 1)[-1] in _WRAPPERS:
             # cutlass::device_kernel<...GemmUniversal<...>>: the template argument is the kernel.
-            inner = _shorten(text[cut.start() + 1 :], width)
-            base = f"{base}<{inner.rsplit('::', 1)[-1]}>"
-        text = base
+            kernel = _kernel_argument(text, cut.start())
+            if kernel:
+                base = f"{base}<{_shorten(kernel, width).rsplit('::', 1)[-1]}>"
+        text = base.rstrip()
     if len(text) <= width:
         return text
     # Keep both ends: generated GEMM names (Cijk_…, nvjet_…) differ in their tails.

@@ -19,6 +19,7 @@ from tracekit.reports.checks_text import tally
 from tracekit.reports.format import distinct_short_names
 from tracekit.reports.html_steps import step_times
 from tracekit.rules.base import Finding
+from tracekit.timeline import is_part
 
 TOTALS = ("dur", "busy_ns", "idle_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
           "fallback_ns", "fused_comm_ns", "bubble_ns")  # fmt: skip
@@ -98,7 +99,7 @@ def _by_name(rows: pl.DataFrame, whole_ns: int, top: int) -> list[dict[str, Any]
 
 def kernels(analysis: Analysis, top: int = 25) -> list[dict[str, Any]]:
     """Kernels and communication by total time; ``share`` of all device work time."""
-    work = analysis.work
+    work = analysis.work.filter(~is_part())  # an HCCL task counts in its collective
     kinds = pl.col("kind").cast(pl.String).is_in(["kernel", "comm"])
     return _by_name(work.filter(kinds), int(work["dur"].sum() or 0), top)
 

@@ -236,7 +236,9 @@ def _metadata(
     else:
         meta["files"] = {str(r): one.meta.get("files", []) for one, r in zip(loaded, ranks)}
         meta["steps"] = sorted({s for one in loaded for s in one.meta.get("steps", [])})
-        meta["summaries"] = [x for one in loaded for x in one.meta.get("summaries", [])]
+        meta["summaries"] = [  # each rank's summary compared with that rank's rows only
+            {**x, "rank": r} for one, r in zip(loaded, ranks) for x in one.meta.get("summaries", [])
+        ]
         per_rank = {
             str(r): one.meta["overlap_analysis_ns"]
             for one, r in zip(loaded, ranks)

@@ -55,8 +55,17 @@ def read_stats(path: Path, kind: str) -> dict[str, Any] | None:
     frame = raw.select(
         pl.col("Name").alias("key"),
         pl.col("Calls").str.strip_chars().cast(pl.Int64, strict=False).alias("calls"),
-        pl.col("TotalDurationNs").str.strip_chars().cast(pl.Int64, strict=False).alias("total_ns"),
-    ).filter(pl.col("key").is_not_null() & pl.col("calls").is_not_null())
+        pl.col("TotalDurationNs")
+        .str.strip_chars()
+        .cast(pl.Float64, strict=False)
+        .round()
+        .cast(pl.Int64)
+        .alias("total_ns"),
+    )
+    # a row whose numbers cannot be read is left out (and counted) rather than compared
+    readable = pl.col("key").is_not_null() & pl.col("calls").is_not_null()
+    unreadable = frame.filter(~(readable & pl.col("total_ns").is_not_null())).height
+    frame = frame.filter(readable & pl.col("total_ns").is_not_null())
     summary: dict[str, Any] = {
         "kind": kind,
         "source": path.name,
@@ -68,6 +77,8 @@ def read_stats(path: Path, kind: str) -> dict[str, Any] | None:
         frame = frame.filter(pl.col("key") != BARRIER)
         summary["excluded"] = [BARRIER]
     summary["rows"] = frame.to_dicts()
+    if unreadable:
+        summary["unreadable"] = unreadable
     return summary
 
 
