@@ -82,10 +82,28 @@ def test_rows_placed_by_host_time_warn_with_their_count() -> None:
     assert _checks(_decode())["steps.placement"].status == "pass"
 
 
-def test_a_giant_step_fails_naming_it(tmp_path: Path) -> None:
+def test_a_giant_step_of_unknown_phase_warns_naming_it(tmp_path: Path) -> None:
     path = low_confidence_trace(tmp_path / "giant.parquet")
     check = {c.name: c for c in tracekit.analyze(tracekit.load(path)).checks}["steps.giant"]
-    assert check.status == "fail" and "(rank 0 step 6) holds 100%" in check.detail
+    assert check.status == "warn" and "(rank 0 step 6" in check.detail
+    assert "holds 100% of the device time of its phase's 7 steps" in check.detail
+
+
+def test_a_giant_decode_step_fails_naming_it() -> None:
+    rows = _decode()
+    for row in rows:  # vLLM's step annotation: 8 decode requests, no prefill
+        if row["kind"] == "range":
+            row["name"] = "execute_context_0(0)_generation_8(8)"
+    for corr, stream in ((998, 8), (999, 9)):  # two 150 µs kernels on side streams
+        rows += [{"ts": 620_000, "dur": 2_000, "kind": "api", "name": "cudaLaunchKernel",
+                  "pid": 1, "tid": 1, "rank": 0, "corr": corr},
+                 {"ts": 621_000, "dur": 150_000, "kind": "kernel", "name": "gemm_big",
+                  "device": 0, "stream": stream, "rank": 0, "corr": corr}]  # fmt: skip
+    long = [r for r in rows if r.get("name") == "gemm_0" and r["ts"] == 601_000]
+    long[0]["dur"] = 90_000
+    check = _checks(rows)["steps.giant"]
+    assert check.status == "fail", check.detail
+    assert "(rank 0 step 3 'execute_context_0(0)_generation_8(8)') holds" in check.detail
 
 
 def test_device_rows_without_a_device_warn() -> None:

@@ -160,3 +160,21 @@ def test_diff_of_a_mangled_trace_against_a_demangled_one_matches_every_kernel(
     result = compare([runs[0]], [runs[1]], allow_low_confidence=True)
     kernels = result.to_dict()["kernels"]
     assert [k["status"] for k in kernels] == ["unchanged"] * 3  # none new, none gone
+
+
+def test_without_a_demangler_the_timeline_says_names_stay_mangled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python 3.10 has no pycxxfilt wheel: names stay as recorded, and the load says so."""
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("tracekit.parsers.demangle"), "pycxxfilt", None)
+    monkeypatch.setattr(importlib.import_module("tracekit.load"), "pycxxfilt", None)
+    demangle.cache_clear()
+    table = build_table({"ts": [0, 10], "dur": [5, 5], "kind": ["kernel"] * 2,
+                         "name": [SILU, "main"], "device": [0, 0]})  # fmt: skip
+    path = tracekit.Timeline(table, {"format": "fixture"}).save(tmp_path / "m.parquet")
+    timeline = tracekit.load(path)
+    assert timeline.df["name"].cast(pl.String).to_list() == [SILU, "main"]
+    assert timeline.meta["warnings"][-1].startswith("1 kernel name(s) are mangled (_Z…)")
+    demangle.cache_clear()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tracekit.errors import TraceError
 from tracekit.parsers._sqlite import open_readonly
-from tracekit.parsers.demangle import demangle_events
+from tracekit.parsers.demangle import demangle_events, mangled_left, pycxxfilt
 from tracekit.timeline import Timeline
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -125,6 +125,11 @@ def load(path: str | Path, format: str | None = None, progress=None) -> Timeline
     demangled = demangle_events(events)
     if demangled is not events:
         timeline = Timeline(demangled, timeline.meta)
+    elif pycxxfilt is None and (left := mangled_left(events)):
+        timeline.warn(
+            f"{left} kernel name(s) are mangled (_Z…) and no demangler is installed (pycxxfilt"
+            " needs Python >= 3.11): names, categories and communication may be missed"
+        )
     return timeline
 
 

@@ -101,7 +101,7 @@ def drop_return_type(text: str) -> str:
             round_ += 1
         elif ch in "([{":
             round_ = max(round_ - 1, 0)
-        elif round_ == 0 and ch == ">" and not text[max(i - 1, 0)] == "-":
+        elif round_ == 0 and ch == ">" and text[max(i - 1, 0)] != "-":
             angle += 1
         elif round_ == 0 and ch == "<":
             angle = max(angle - 1, 0)

@@ -60,11 +60,12 @@ class Pattern:
     fused_comm: bool = False
     vetted: bool = False  # a name it matches is known, never a suspect (user entries are)
 
-    def condition(self, vendor: str | None) -> pl.Expr:
-        """The polars condition over columns ``name``, ``kind``, ``engine`` (strings)."""
+    def condition(self, vendor: str | None, column: str = "name") -> pl.Expr:
+        """The polars condition over columns ``name`` (or ``column``), ``kind``, ``engine``
+        (strings)."""
         cond = pl.lit(True)
         if self.match is not None:
-            cond &= pl.col("name").str.contains(f"(?i){self.match}")
+            cond &= pl.col(column).str.contains(f"(?i){self.match}")
         if self.kinds:
             cond &= pl.col("kind").is_in(self.kinds)
         if self.engines:
@@ -186,6 +187,13 @@ def vendor_of(meta: dict[str, Any]) -> str | None:
     return None
 
 
+def _function(name: pl.Expr) -> pl.Expr:
+    """The function of a kernel name: template arguments and parameters cut off
+    (``void ns::f<…>(…)`` -> ``void ns::f``), anonymous namespaces dropped first."""
+    bare = name.str.replace_all(r"\(anonymous namespace\)::|<unnamed>::", "")
+    return bare.str.replace(r"[<(].*$", "")
+
+
 def _combos(df: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy) -> pl.DataFrame:
     """The distinct (name, kind, engine) of ``df`` with the flag columns and ``comm_guess``
     (a device kernel counted as communication only because its name looks like it)."""
@@ -199,8 +207,8 @@ def _combos(df: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy) -> pl.Data
     for i, pattern in reversed(list(enumerate(taxonomy.categories))):
         first = pl.when(pattern.condition(vendor)).then(pl.lit(i, pl.Int32)).otherwise(first)
 
-    def any_of(patterns: tuple[Pattern, ...]) -> pl.Expr:
-        conditions = [p.condition(vendor) for p in patterns]
+    def any_of(patterns: tuple[Pattern, ...], column: str = "name") -> pl.Expr:
+        conditions = [p.condition(vendor, column) for p in patterns]
         return pl.any_horizontal(conditions) if conditions else pl.lit(False)
 
     table = pl.DataFrame(
@@ -228,9 +236,10 @@ def _combos(df: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy) -> pl.Data
     )
     return (
         combos.with_columns(_entry=first, _fallback=any_of(taxonomy.fallbacks))
+        .with_columns(_stem=_function(pl.col("name")))
         .with_columns(
-            _suspect=any_of(tuple(p for p in taxonomy.suspects if not p.vetted))
-            & ~any_of(tuple(p for p in taxonomy.suspects if p.vetted))
+            _suspect=any_of(tuple(p for p in taxonomy.suspects if not p.vetted), "_stem")
+            & ~any_of(tuple(p for p in taxonomy.suspects if p.vetted), "_stem")
         )
         .join(table, on="_entry", how="left")
         .with_columns(

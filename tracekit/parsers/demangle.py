@@ -59,6 +59,8 @@ def _with_raw_names(args: pa.Array, raw: pa.Array) -> pa.Array:
 
 def _chunk(names: pa.DictionaryArray, args: pa.Array) -> tuple[pa.DictionaryArray, pa.Array] | None:
     """The chunk's names and args with mangled names demangled; None when none is mangled."""
+    if not pc.any(pc.match_substring_regex(names.dictionary, "^__?Z")).as_py():
+        return None  # the usual case: no mangled name, nothing to read into Python
     values = names.dictionary.to_pylist()
     demangled = [demangle(v) if v else None for v in values]
     if not any(demangled):
@@ -71,6 +73,13 @@ def _chunk(names: pa.DictionaryArray, args: pa.Array) -> tuple[pa.DictionaryArra
     new_names = pa.DictionaryArray.from_arrays(indices, pa.array(unique, pa.string()))
     raw_json = pa.array([json.dumps(v) if d else None for v, d in zip(values, demangled)])
     return new_names, _with_raw_names(args, pc.take(raw_json, names.indices))
+
+
+def mangled_left(events: pa.Table) -> int:
+    """How many distinct names still look mangled (``_Z…``): non-zero only where no
+    demangler could be imported (Python 3.10)."""
+    dictionary = pc.unique(events.column("name").combine_chunks().dictionary)
+    return int(pc.sum(pc.match_substring_regex(dictionary, "^__?Z[A-Za-z0-9_]")).as_py() or 0)
 
 
 def demangle_events(events: pa.Table) -> pa.Table:

@@ -32,7 +32,7 @@ def check_line(check: dict[str, Any]) -> Text:
     never wrapped (the terminal shows it whole; print it with ``crop=False``)."""
     line = Text.assemble(
         (f"{check['status']:<5}", STATUS_STYLE.get(check["status"], "")),
-        (f"{check['name']}  ", "bold"),
+        (f"{printable(check['name'])}  ", "bold"),
         printable(check["detail"]),
     )
     line.no_wrap, line.overflow = True, "ignore"
@@ -56,6 +56,6 @@ def checks_markdown(checks: list[dict[str, Any]], md_text: Any) -> list[str]:
     lines = ["### Checks", "", tally(checks), "", "| status | check | detail |", "|---|---|---|"]
     icon = {"fail": "❌ fail", "warn": "⚠ warn", "pass": "✅ pass"}
     for c in _ordered(checks):
-        lines.append(f"| {icon.get(c['status'], c['status'])} | `{c['name']}` |"
+        lines.append(f"| {icon.get(c['status'], c['status'])} | {md_text(c['name'])} |"
                      f" {md_text(c['detail'])} |")  # fmt: skip
     return [*lines, ""]

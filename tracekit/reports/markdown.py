@@ -119,7 +119,7 @@ def render_markdown(analysis: dict[str, Any]) -> str:
         f"(confidence {md_text(steps['confidence'])}): {md_text(steps['detail'])}  ",
         f"**Findings:** {found}  ",
         f"**Checks:** {tally(checks)}"
-        + (f" (failing: {', '.join(c['name'] for c in failing)})" if failing else ""),
+        + (f" (failing: {', '.join(md_text(c['name']) for c in failing)})" if failing else ""),
         "",
         *([*warnings, ""] if warnings else []),
         *phase_table(analysis.get("phases") or []),
