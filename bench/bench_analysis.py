@@ -1,4 +1,5 @@
-"""Benchmark: ``tracekit.analyze`` (taxonomy, steps, metrics, all four rules) on >= 2M events.
+"""Benchmark: ``tracekit.analyze`` (taxonomy, steps, metrics, all four rules, the checks) on
+>= 2M events.
 
     python bench/bench_analysis.py [--events N] [--repeat N]
 
@@ -28,6 +29,12 @@ from tracekit.rules.base import Context
 from tracekit.rules.registry import select
 from tracekit.steps import windows
 from tracekit.taxonomy import classify
+
+try:
+    from tracekit.checks import run_checks
+    from tracekit.taxonomy import guessed_comm
+except ImportError:  # an older tracekit, compared against
+    run_checks = guessed_comm = None  # type: ignore[assignment]
 from tracekit.timeline import KINDS, Timeline, build_table
 
 
@@ -58,6 +65,11 @@ def run_once(tl: Timeline) -> dict[str, float]:
         t = time.perf_counter()
         found = rule.run(ctx)
         times[f"rule {rule.id} ({len(found)} findings)"] = time.perf_counter() - t
+    if run_checks is not None:  # tracekit before its checks: no such phase
+        t = time.perf_counter()
+        guessed = guessed_comm(tl.df, "nvidia")
+        checks = run_checks(rows, work, wins, metrics, steps, tl.meta, guessed, in_windows)
+        times[f"checks ({len(checks)})"] = time.perf_counter() - t
     times["total"] = sum(times.values())
     times["_steps"] = len(steps)
     return times

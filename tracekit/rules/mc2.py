@@ -8,6 +8,7 @@ import polars as pl
 
 from tracekit.metrics import KEY
 from tracekit.rules.base import Context, Finding, Rule
+from tracekit.timeline import is_part
 
 _KERNEL_LIKE = ("kernel", "comm")
 
@@ -44,7 +45,8 @@ def unfused_pairs(work: pl.DataFrame, max_gap_ns: int) -> pl.DataFrame:
         before = pl.when(hit).then(pl.col(f"_pname{tag}")).otherwise(before)
         hit = (pl.col(f"_ncat{tag}") == "gemm") & (pl.col(f"_ngap{tag}") <= gap)
         after = pl.when(hit).then(pl.col(f"_nname{tag}")).otherwise(after)
-    collectives = _outside_fused(rows.filter(pl.col("is_comm") & ~pl.col("is_fused_comm")), rows)
+    collective = pl.col("is_comm") & ~pl.col("is_fused_comm") & ~is_part()  # tasks: their op's
+    collectives = _outside_fused(rows.filter(collective), rows)
     found = collectives.with_columns(_before=before, _after=after).filter(
         pl.col("_before").is_not_null() | pl.col("_after").is_not_null()
     )

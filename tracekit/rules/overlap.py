@@ -10,6 +10,7 @@ import polars as pl
 from tracekit.intervals import intersect, lengths, merge, subtract
 from tracekit.metrics import IS_COMPUTE, KEY
 from tracekit.rules.base import Context, Finding, Rule
+from tracekit.timeline import is_part
 
 DEVICE = ["rank", "device"]
 
@@ -65,7 +66,10 @@ def comm_exposure(work: pl.DataFrame) -> pl.DataFrame:
     last merged compute interval starting at or before t (an as-of join, O(n log n)).
     """
     compute = work.filter(IS_COMPUTE)
-    comm = work.filter(pl.col("is_comm")).with_columns(_end=pl.col("ts") + pl.col("dur"))
+    # an HCCL task is judged with its collective, not as one more exposed kernel
+    comm = work.filter(pl.col("is_comm") & ~is_part()).with_columns(
+        _end=pl.col("ts") + pl.col("dur")
+    )
     merged = merge(compute, DEVICE).sort(*DEVICE, "start")
     merged = merged.with_columns(
         _prefix=(pl.col("end") - pl.col("start")).cum_sum().over(DEVICE)
