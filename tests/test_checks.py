@@ -173,7 +173,7 @@ def test_checks_show_in_summary_analyze_and_markdown(tmp_path: Path) -> None:
         assert out.splitlines()[1] == "8 checks: 1 warn, 7 pass"
     md = run_cli("analyze", str(path), "--format", "md").stdout
     assert "**Checks:** 8 checks: 1 warn, 7 pass" in md and "### Checks" in md
-    assert "| ⚠ warn | `comm.unknown` | 4 kernel name(s)" in md
+    assert "| ⚠ warn | comm.unknown | 4 kernel name(s)" in md
     data = json.loads(run_cli("analyze", str(path), "--json").stdout)
     assert data["checks"][0]["name"] == "comm.unknown"
 

@@ -11,11 +11,10 @@ import polars as pl
 from tracekit.checks.model import Check
 from tracekit.intervals import lengths, merge
 from tracekit.steps import WORK_KINDS, Steps
-from tracekit.steps.period import NOT_STEPS
+from tracekit.steps.confidence import GIANT_SHARE, GIANT_STEPS, step_shares
 from tracekit.timeline import is_part
 
 COVER = 0.99  # step windows hold at least this share of the busy time between the steps
-GIANT_SHARE, GIANT_STEPS = 0.5, 4
 KEY = ["rank", "device"]
 
 
@@ -61,18 +60,7 @@ def categories_add_up(work: pl.DataFrame, metrics: pl.DataFrame) -> Check:
 def no_giant_step(work: pl.DataFrame, steps: Steps) -> Check:
     """With four or more steps of one phase, none holds more than half of their device time
     (a failure for decode steps, a warning where the phase is not known)."""
-    labels = steps.ranges.select("rank", "step", "label", "phase")
-    per = (
-        work.filter(pl.col("step").is_not_null())
-        .group_by("rank", "step")
-        .agg(ns=pl.col("dur").sum())
-        .join(labels, on=["rank", "step"], how="left")
-        .filter(~pl.col("label").is_in(NOT_STEPS).fill_null(False))
-    )
-    group = ["rank", pl.col("phase").fill_null("unknown")]
-    per = per.with_columns(
-        share=pl.col("ns") / pl.col("ns").sum().over(group), n=pl.len().over(group)
-    ).filter(pl.col("n") >= GIANT_STEPS)
+    per = step_shares(work, steps).filter(pl.col("steps") >= GIANT_STEPS)
     if not per.height:
         return Check("steps.giant", "pass", f"fewer than {GIANT_STEPS} steps of one phase")
     top = per.sort("share", descending=True).row(0, named=True)
@@ -83,7 +71,7 @@ def no_giant_step(work: pl.DataFrame, steps: Steps) -> Check:
     label = f" '{top['label']}'" if top["label"] else ""
     detail = (
         f"the largest step (rank {top['rank']} step {top['step']}{label}) holds"
-        f" {top['share']:.0%} of the device time of its phase's {top['n']} steps"
+        f" {top['share']:.0%} of the device time of its phase's {top['steps']} steps"
         f" (at most {GIANT_SHARE:.0%} expected)"
     )
     return Check("steps.giant", status, detail, GIANT_SHARE, round(top["share"], 4))

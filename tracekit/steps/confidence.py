@@ -21,6 +21,24 @@ def _cap(steps: Steps, level: str) -> None:
         steps.confidence = level
 
 
+def step_shares(work: pl.DataFrame, steps: Steps) -> pl.DataFrame:
+    """Per (rank, step): its device time ``ns``, its ``label`` and ``phase``, its ``share`` of
+    the device time of the steps of its phase on its rank, and how many ``steps`` those are (a
+    prefill step may well outweigh the decode steps: steps are compared within a phase)."""
+    labels = steps.ranges.select("rank", "step", "label", "phase")
+    per = (
+        work.filter(pl.col("step").is_not_null())
+        .group_by("rank", "step")
+        .agg(ns=pl.col("dur").sum())
+        .join(labels, on=["rank", "step"], how="left")
+        .filter(~pl.col("label").is_in(NOT_STEPS).fill_null(False))
+    )
+    group = ["rank", pl.col("phase").fill_null("unknown")]
+    return per.with_columns(
+        share=pl.col("ns") / pl.col("ns").sum().over(group), steps=pl.len().over(group)
+    )
+
+
 def review(steps: Steps, work: pl.DataFrame, lead_ns: int | None = None) -> Steps:
     """``steps`` with its confidence lowered and warnings added where ``work`` (device rows
     with their ``step`` and ``placed``, from :func:`~tracekit.steps.assign`) shows a problem;
@@ -30,19 +48,7 @@ def review(steps: Steps, work: pl.DataFrame, lead_ns: int | None = None) -> Step
     total = int(work["dur"].sum() or 0)
     if total <= 0 or steps.method == "whole":
         return steps
-    labels = steps.ranges.select("rank", "step", "label", "phase")
-    per = (
-        work.filter(pl.col("step").is_not_null())
-        .group_by("rank", "step")
-        .agg(ns=pl.col("dur").sum())
-        .join(labels, on=["rank", "step"], how="left")
-        .filter(~pl.col("label").is_in(NOT_STEPS).fill_null(False))
-    )
-    # a prefill step may well outweigh the decode steps: compare steps of one phase
-    group = ["rank", pl.col("phase").fill_null("unknown")]
-    per = per.with_columns(
-        share=pl.col("ns") / pl.col("ns").sum().over(group), steps=pl.len().over(group)
-    )
+    per = step_shares(work, steps)
     giants = per.filter((pl.col("steps") >= GIANT_STEPS) & (pl.col("share") > GIANT_SHARE))
     if giants.height:
         top = giants.sort("share", descending=True).row(0, named=True)

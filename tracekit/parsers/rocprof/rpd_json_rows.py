@@ -17,14 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from tracekit.parsers.assemble import Part
 from tracekit.parsers.names import NamePool
 from tracekit.parsers.rocprof.args import INT, STR, Field, json_args
 from tracekit.parsers.rocprof.common import durations
-from tracekit.parsers.rocprof.rpd_rows import API_NAME, op_kind
+from tracekit.parsers.rocprof.rpd_rows import API_NAME, host_kind_parts, op_kind
 
 FLOW_LEAD_NS = 2_000  # rpd2tracing starts a flow 2 µs before the end of its call
 _NUMBER = r"^\s*(\d+)(?:\.(\d*))?\s*$"
@@ -184,23 +183,5 @@ def _host_parts(host: pl.DataFrame, pool: NamePool, warnings: list[str]) -> list
         .otherwise(pl.lit("range")),
         text=pl.when(~roctx & (desc != "")).then(desc),
     )
-    parts = []
-    for kind in ("api", "range", "marker"):
-        sel = host.filter(pl.col("kind") == kind)
-        if not sel.height:
-            continue
-        if kind == "marker":
-            dur: object = np.zeros(sel.height, dtype=np.int64)
-        else:
-            dur = durations(sel["start"], sel["start"] + sel["dur_ns"], kind, warnings)
-        columns = {
-            "device": -1,
-            "rank": 0,
-            "pid": sel["pid"].to_arrow(),
-            "tid": sel["tid"].to_arrow(),
-            "corr": sel["corr"].to_arrow() if kind == "api" else None,
-            "args": json_args(sel, Field("args", "text", STR)),
-        }
-        name = pool.from_strings(sel["name"].to_arrow())
-        parts.append(Part(kind, sel["start"].to_arrow(), dur, name, None, columns))
-    return parts
+    host = host.with_columns(end=pl.col("start") + pl.col("dur_ns"))
+    return host_kind_parts(host, pool, warnings)

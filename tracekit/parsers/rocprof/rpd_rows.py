@@ -172,9 +172,19 @@ def host_parts(t: RpdTables, pool: NamePool, warnings: list[str]) -> list[Part]:
         .otherwise(_text_of(t.strings, api["name_id"])),
         text=pl.when(~user & (pl.col("args") != "")).then("args"),
     )
+    api = api.with_columns(kind=pl.col("code").replace_strict([0, 1, 2], HOST_KINDS))
+    return host_kind_parts(api.rename({"id": "corr", "label": "name"}), pool, warnings)
+
+
+HOST_KINDS = ("api", "range", "marker")
+
+
+def host_kind_parts(host: pl.DataFrame, pool: NamePool, warnings: list[str]) -> list[Part]:
+    """Host rows by ``kind`` (api / range / marker): columns ``kind``, ``name``, ``start``,
+    ``end``, ``pid``, ``tid``, ``corr`` (kept on api rows) and ``text`` (the args text)."""
     parts = []
-    for code, kind in enumerate(("api", "range", "marker")):
-        sel = api.filter(pl.col("code") == code)
+    for kind in HOST_KINDS:
+        sel = host.filter(pl.col("kind") == kind)
         if not sel.height:
             continue
         if kind == "marker":
@@ -186,9 +196,9 @@ def host_parts(t: RpdTables, pool: NamePool, warnings: list[str]) -> list[Part]:
             "rank": 0,
             "pid": sel["pid"].to_arrow(),
             "tid": sel["tid"].to_arrow(),
-            "corr": sel["id"].to_arrow() if kind == "api" else None,
+            "corr": sel["corr"].to_arrow() if kind == "api" else None,
             "args": json_args(sel, Field("args", "text", STR)),
         }
-        name = pool.from_strings(sel["label"].to_arrow())
+        name = pool.from_strings(sel["name"].to_arrow())
         parts.append(Part(kind, sel["start"].to_arrow(), dur, name, None, columns))
     return parts
