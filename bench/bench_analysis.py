@@ -28,13 +28,19 @@ from tracekit.metrics import clipped, step_metrics
 from tracekit.rules.base import Context
 from tracekit.rules.registry import select
 from tracekit.steps import windows
-from tracekit.taxonomy import classify
 
 try:
     from tracekit.checks import run_checks
-    from tracekit.taxonomy import guessed_comm
-except ImportError:  # an older tracekit, compared against
-    run_checks = guessed_comm = None  # type: ignore[assignment]
+    from tracekit.taxonomy import classified
+except ImportError:  # an older tracekit, compared against: no checks, no guesses
+    from tracekit.taxonomy import classify
+
+    run_checks = None  # type: ignore[assignment]
+
+    def classified(df: pl.DataFrame, vendor: str) -> tuple[pl.DataFrame, None]:  # type: ignore[misc]
+        return classify(df, vendor), None
+
+
 from tracekit.timeline import KINDS, Timeline, build_table
 
 
@@ -50,7 +56,7 @@ def run_once(tl: Timeline) -> dict[str, float]:
     """Seconds per phase of one analysis (the phases of ``tracekit.analyze``)."""
     times: dict[str, float] = {}
     t = time.perf_counter()
-    rows = classify(tl.df, "nvidia")
+    rows, guessed = classified(tl.df, "nvidia")
     times["taxonomy"] = time.perf_counter() - t
     t = time.perf_counter()
     steps, work = place_steps(rows, tl.meta)
@@ -67,7 +73,6 @@ def run_once(tl: Timeline) -> dict[str, float]:
         times[f"rule {rule.id} ({len(found)} findings)"] = time.perf_counter() - t
     if run_checks is not None:  # tracekit before its checks: no such phase
         t = time.perf_counter()
-        guessed = guessed_comm(tl.df, "nvidia")
         checks = run_checks(rows, work, wins, metrics, steps, tl.meta, guessed, in_windows)
         times[f"checks ({len(checks)})"] = time.perf_counter() - t
     times["total"] = sum(times.values())

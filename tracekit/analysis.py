@@ -16,7 +16,7 @@ from tracekit.rules.overlap import pair_overlap, stream_busy
 from tracekit.rules.registry import select
 from tracekit.steps import Steps, assign, find_steps, infer_phases, review, windows
 from tracekit.steps.placement import host_lead, placement_counts
-from tracekit.taxonomy import classify, guessed_comm, load_patterns, vendor_of
+from tracekit.taxonomy import classified, load_patterns, vendor_of
 from tracekit.timeline import Timeline
 
 
@@ -139,8 +139,7 @@ def analyze(
     range names that overrides the built-in step markers.
     """
     chosen = select(rules, options)
-    vendor, taxonomy = vendor_of(timeline.meta), load_patterns(patterns)
-    rows = classify(timeline.df, vendor, taxonomy)
+    rows, guessed = classified(timeline.df, vendor_of(timeline.meta), load_patterns(patterns))
     steps, work = place_steps(rows, timeline.meta, step_marker)
     wins = windows(work)
     in_windows = clipped(work, wins)
@@ -149,7 +148,6 @@ def analyze(
     findings = [finding for rule in chosen for finding in rule.run(ctx)]
     order = {"error": 0, "warning": 1, "info": 2}
     findings.sort(key=lambda f: (f.step is None, f.step or 0, order.get(f.severity, 3), f.rule))
-    guessed = guessed_comm(timeline.df, vendor, taxonomy)
     checks = run_checks(rows, work, wins, metrics, steps, timeline.meta, guessed, in_windows)
     return Analysis(
         timeline,

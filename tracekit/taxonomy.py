@@ -257,6 +257,28 @@ def _combos(df: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy) -> pl.Data
     )
 
 
+def classified(
+    df: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """:func:`classify` and :func:`guessed_comm` of ``df`` from one pass over its names."""
+    combos = _combos(df, vendor, taxonomy or builtin())
+    keys = ["name", "kind", "engine"]
+    rows = df.join(
+        combos.drop("comm_guess"), on=keys, how="left", nulls_equal=True, maintain_order="left"
+    )
+    guesses = combos.filter("comm_guess")
+    if not guesses.height:
+        empty = pl.DataFrame(schema={"name": pl.String, "rows": pl.UInt32, "ns": pl.Int64})
+        return rows, empty
+    guessed = (
+        df.join(guesses.select(keys), on=keys, how="semi", nulls_equal=True)
+        .group_by(pl.col("name").cast(pl.String))
+        .agg(rows=pl.len(), ns=pl.col("dur").sum().cast(pl.Int64))
+        .sort("ns", "name", descending=[True, False])
+    )
+    return rows, guessed
+
+
 def classify(
     df: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy | None = None
 ) -> pl.DataFrame:
@@ -266,9 +288,7 @@ def classify(
     that no entry calls communication but whose name looks like it (``[[suspect]]``) is
     counted as communication; :func:`guessed_comm` lists those.
     """
-    combos = _combos(df, vendor, taxonomy or builtin()).drop("comm_guess")
-    keys = ["name", "kind", "engine"]
-    return df.join(combos, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    return classified(df, vendor, taxonomy)[0]
 
 
 def guessed_comm(
@@ -276,16 +296,7 @@ def guessed_comm(
 ) -> pl.DataFrame:
     """The kernels of ``df`` counted as communication only because their names look like it:
     ``name``, ``rows`` and ``ns`` (summed duration), most time first."""
-    combos = _combos(df, vendor, taxonomy or builtin()).filter("comm_guess")
-    if not combos.height:
-        return pl.DataFrame(schema={"name": pl.String, "rows": pl.UInt32, "ns": pl.Int64})
-    keys = ["name", "kind", "engine"]
-    return (
-        df.join(combos.select(keys), on=keys, how="semi", nulls_equal=True)
-        .group_by(pl.col("name").cast(pl.String))
-        .agg(rows=pl.len(), ns=pl.col("dur").sum().cast(pl.Int64))
-        .sort("ns", "name", descending=[True, False])
-    )
+    return classified(df, vendor, taxonomy)[1]
 
 
 def classify_timeline(timeline: Timeline, patterns: str | Path | None = None) -> pl.DataFrame:

@@ -8,15 +8,12 @@ from typing import Any
 import polars as pl
 
 from tracekit.checks.model import Check
+from tracekit.checks.model import ns_text as _ns
 from tracekit.intervals import lengths, merge
 from tracekit.timeline import is_part
 
 KEY = ["rank", "device"]
 LISTED = 5  # guessed names named in the detail
-
-
-def _ns(value: float) -> str:
-    return f"{value:,.0f} ns"
 
 
 def _brief(name: str, width: int = 70) -> str:

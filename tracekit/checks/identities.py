@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 
 from tracekit.checks.model import Check
+from tracekit.checks.model import ns_text as _ns
 from tracekit.intervals import lengths, merge
 from tracekit.steps import WORK_KINDS, Steps
 from tracekit.steps.confidence import GIANT_SHARE, GIANT_STEPS, step_shares
@@ -16,10 +17,6 @@ from tracekit.timeline import is_part
 
 COVER = 0.99  # step windows hold at least this share of the busy time between the steps
 KEY = ["rank", "device"]
-
-
-def _ns(value: float) -> str:
-    return f"{value:,.0f} ns"
 
 
 def window_cover(work: pl.DataFrame, windows: pl.DataFrame, metrics: pl.DataFrame) -> Check:

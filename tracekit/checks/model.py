@@ -24,6 +24,11 @@ class Check:
         return asdict(self)
 
 
+def ns_text(value: float) -> str:
+    """``14,472,221 ns``: a check's exact number, never rounded to a unit."""
+    return f"{value:,.0f} ns"
+
+
 def ordered(checks: list[Check]) -> list[Check]:
     """Failing checks first, then warnings, then passes (each in the order made)."""
     return sorted(checks, key=lambda c: STATUSES.index(c.status))

@@ -55,28 +55,32 @@ def analysis_db(path: Path, rank: int | None) -> dict[str, Any] | None:
     return {"kind": "steps", "source": path.name, "rank": rank, "rows": rows} if rows else None
 
 
-def op_statistic(path: Path, device: int | None, rank: int | None) -> dict[str, Any] | None:
-    """``op_statistic.csv``: per operator type (summed over core types), calls and total
-    time; only this device's rows when the file has a ``Device_id`` column."""
-    columns = read_header(path)
-    if not {"OP Type", "Count", "Total Time(us)"} <= set(columns):
-        return None
+def _per_key(
+    path: Path, key: str, us: str, calls: pl.Expr, device: int | None
+) -> list[dict[str, Any]] | None:
+    """Rows ``{key, calls, total_ns}`` of a CSV grouped by its ``key`` column (``us``: the
+    duration column; ``calls``: the aggregation counting calls); only this device's rows when
+    the file has a ``Device_id`` column. None when the file cannot be read."""
     try:
         raw = pl.read_csv(path, infer_schema=False)
     except (pl.exceptions.PolarsError, OSError):
         return None
-    frame = raw.select(
-        clean_text("OP Type").alias("key"),
-        pl.col("Count").cast(pl.Int64, strict=False).alias("calls"),
-        float_text("Total Time(us)").alias("us"),
-        *([pl.col("Device_id").cast(pl.Int64, strict=False)] if "Device_id" in raw.columns else []),
-    )
-    if device is not None and "Device_id" in frame.columns:
-        frame = frame.filter(pl.col("Device_id") == device)
-    table = frame.group_by("key").agg(
-        pl.col("calls").sum(), (pl.col("us").sum() * US).alias("total_ns")
-    )
-    rows = table.sort("key").to_dicts()
+    frame = raw.with_columns(key=clean_text(key), us=float_text(us))
+    if device is not None and "Device_id" in raw.columns:
+        frame = frame.filter(pl.col("Device_id").cast(pl.Int64, strict=False) == device)
+    table = frame.group_by("key").agg(calls=calls, total_ns=pl.col("us").sum() * US)
+    return table.sort("key").to_dicts()
+
+
+def op_statistic(path: Path, device: int | None, rank: int | None) -> dict[str, Any] | None:
+    """``op_statistic.csv``: per operator type (summed over core types), calls and total
+    time; only this device's rows when the file has a ``Device_id`` column."""
+    if not {"OP Type", "Count", "Total Time(us)"} <= set(read_header(path)):
+        return None
+    calls = pl.col("Count").cast(pl.Int64, strict=False).sum()
+    rows = _per_key(path, "OP Type", "Total Time(us)", calls, device)
+    if rows is None:
+        return None
     return {"kind": "kernels", "source": path.name, "key": "op_type", "rank": rank, "rows": rows}
 
 
@@ -88,20 +92,7 @@ def op_details(path: Path, device: int | None, rank: int | None) -> dict[str, An
     time; only this device's rows when the file has a ``Device_id`` column."""
     columns = set(read_header(path))
     found = next(((n, d) for n, d in DETAIL_COLUMNS if {n, d} <= columns), None)
-    if found is None:
+    rows = None if found is None else _per_key(path, *found, pl.len(), device)
+    if rows is None:
         return None
-    try:
-        raw = pl.read_csv(path, infer_schema=False)
-    except (pl.exceptions.PolarsError, OSError):
-        return None
-    name, dur = found
-    frame = raw.select(
-        clean_text(name).alias("key"),
-        float_text(dur).alias("us"),
-        *([pl.col("Device_id").cast(pl.Int64, strict=False)] if "Device_id" in raw.columns else []),
-    )
-    if device is not None and "Device_id" in frame.columns:
-        frame = frame.filter(pl.col("Device_id") == device)
-    table = frame.group_by("key").agg(calls=pl.len(), total_ns=pl.col("us").sum() * US)
-    rows = table.sort("key").to_dicts()
     return {"kind": "kernels", "source": path.name, "key": "name", "rank": rank, "rows": rows}
