@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import real_files, sha256, sql_rows
 from tracekit.errors import TraceError
-from tracekit.load import Probe
+from tracekit.parsers.probe import Probe
 from tracekit.parsers.rocprof.rocpd import ROCPD
 from tracekit.timeline import Timeline
 
@@ -259,8 +259,8 @@ def test_markers_copies_and_external_ids(path: Path, tmp_path: Path) -> None:
 def test_read_paths_give_one_timeline(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Background reads, reads on demand, and joined reads split by rowid over three
     workers give the same rows."""
-    from tracekit.parsers import _sqlite
-    from tracekit.parsers.rocprof import rocpd_tables
+    from tracekit.parsers import sqlite as _sqlite
+    from tracekit.parsers.rocprof.rocpd import tables as rocpd_tables
 
     cols = ["ts", "dur", "kind", "name", "device", "stream", "pid", "tid", "corr", "args"]
     background = ROCPD.parse(path).df.select(cols)

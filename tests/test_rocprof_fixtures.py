@@ -386,7 +386,7 @@ def _check_meta(timeline, device: int) -> None:
 @pytest.mark.parametrize("knobs", KNOBS, ids=lambda k: ",".join(k) or "default")
 def test_csv_round_trip_equals_scenario(tmp_path: Path, knobs: dict) -> None:
     rocprof = pytest.importorskip("tracekit.parsers.rocprof")
-    from tracekit.load import Probe
+    from tracekit.parsers.probe import Probe
 
     events = build_scenario(**knobs).events
     files = write_rocprofv3_csv(events, tmp_path, "123")
@@ -416,7 +416,7 @@ def test_csv_variants_round_trip(tmp_path: Path, variant: dict) -> None:
 @pytest.mark.parametrize("knobs", KNOBS, ids=lambda k: ",".join(k) or "default")
 def test_rocpd_round_trip_equals_scenario(tmp_path: Path, knobs: dict) -> None:
     rocpd = pytest.importorskip("tracekit.parsers.rocprof.rocpd")
-    from tracekit.load import Probe
+    from tracekit.parsers.probe import Probe
 
     events = build_scenario(**knobs).events
     path = write_rocpd(events, tmp_path / "123_results.db")

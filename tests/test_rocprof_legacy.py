@@ -18,8 +18,8 @@ import pytest
 
 from tests.conftest import one_line, real_files, sha256, sql_rows
 from tracekit.errors import TraceError
-from tracekit.load import Probe
 from tracekit.parsers import kineto
+from tracekit.parsers.probe import Probe
 from tracekit.parsers.rocprof.legacy import (
     ROCPROF_V1_CSV,
     ROCPROF_V1_DB,

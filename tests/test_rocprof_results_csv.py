@@ -20,8 +20,8 @@ from fixtures.rocprof_v1_csv_writer import (
 from fixtures.scenario import build_scenario
 from tests.conftest import real_files, sha256
 from tracekit import analyze, load
-from tracekit.load import Probe
 from tracekit.parsers import registry
+from tracekit.parsers.probe import Probe
 from tracekit.timeline import Timeline
 
 ROW_COLUMNS = ["ts", "dur", "kind", "name", "device", "stream", "pid", "corr", "engine"]

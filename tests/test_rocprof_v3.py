@@ -20,8 +20,8 @@ import pytest
 
 from tests.conftest import one_line, real_file, real_files, sha256
 from tracekit.errors import TraceError
-from tracekit.load import Probe
 from tracekit.parsers.kineto import KINETO
+from tracekit.parsers.probe import Probe
 from tracekit.parsers.rocprof import ROCPROFV3_CSV, ROCPROFV3_JSON
 
 DOCS = "rocprofv3_docs_sample_outputs"

@@ -18,8 +18,8 @@ from fixtures.scenario import build_scenario
 from tests.conftest import one_line, run_cli, sha256, sql_rows
 from tracekit import load
 from tracekit.errors import TraceError
-from tracekit.load import Probe
 from tracekit.parsers import registry
+from tracekit.parsers.probe import Probe
 from tracekit.parsers.rocprof.rpd import RPD
 from tracekit.timeline import Timeline
 
@@ -253,7 +253,7 @@ def test_truncated_gzip(tmp_path: Path) -> None:
     assert RPD.sniff(Probe(path))
     with pytest.raises(TraceError) as exc:
         load(path)
-    one_line(exc, "trace.rpd.gz", "gzip", "truncated")
+    one_line(exc, "trace.rpd.gz", "gzip", "truncated or corrupt")
     done = run_cli("info", str(path))
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
 

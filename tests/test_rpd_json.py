@@ -17,10 +17,10 @@ from fixtures.scenario import build_scenario
 from tests.conftest import one_line, sha256
 from tracekit import load
 from tracekit.errors import TraceError
-from tracekit.load import Probe
 from tracekit.parsers import kineto, registry
-from tracekit.parsers.rocprof.rpd_json import RPD_JSON
-from tracekit.parsers.rocprof.rpd_json_rows import us_text_to_ns
+from tracekit.parsers.probe import Probe
+from tracekit.parsers.rocprof.rpd import RPD_JSON
+from tracekit.parsers.rocprof.rpd.json_rows import us_text_to_ns
 from tracekit.timeline import Timeline
 
 DATA = Path(__file__).parent / "data" / "real" / "amd_rpd"

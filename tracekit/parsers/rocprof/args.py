@@ -98,9 +98,11 @@ def json_text(
         texts = found.to_series(1).to_list()
         encoded = [None if t is None else json.dumps(t, ensure_ascii=False) for t in texts]
         value = expr.replace_strict(
-            found.to_series(0), pl.Series(encoded, dtype=pl.String), default=None,
+            found.to_series(0),
+            pl.Series(encoded, dtype=pl.String),
+            default=None,
             return_dtype=pl.String,
-        )  # fmt: skip
+        )
         return value if null is None else value.fill_null(null)
     distinct = df.select(expr.cast(pl.String).unique()).to_series()
     if len(distinct) <= _FEW_TEXTS:

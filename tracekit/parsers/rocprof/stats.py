@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from tracekit.parsers.rocprof.files import read_header
+from tracekit.parsers.rocprof.csv_header import read_header
 
 COLUMNS = ("Name", "Calls", "TotalDurationNs")
 BARRIER = "<barrier packet>"

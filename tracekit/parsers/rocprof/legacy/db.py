@@ -12,38 +12,61 @@ from pathlib import Path
 import polars as pl
 
 from tracekit.errors import TraceError
-from tracekit.parsers._sqlite import SqliteSource
-from tracekit.parsers.rocprof.legacy_rows import HSA_CORR_OFFSET, Frames
+from tracekit.parsers.rocprof.legacy.rows import HSA_CORR_OFFSET, Frames
+from tracekit.parsers.rocprof.sqlite_tables import RESULTS_TABLES
+from tracekit.parsers.sqlite import SqliteSource
 
-TABLES = ("HIP", "HSA", "OPS", "COPY", "KERN", "rocTX")
-_API = {"BeginNs": "begin", "EndNs": "end", "pid": "pid", "tid": "tid", "Name": "name",
-        "args": "call", "Index": "corr"}  # fmt: skip
-_OPS = {"BeginNs": "begin", "EndNs": "end", "dev-id": "node", "queue-id": "queue",
-        "stream-id": "stream", "Name": "name", "pid": "pid", "tid": "tid", "Index": "corr",
-        "roctx-range": "roctx"}  # fmt: skip
-_KERN = {"BeginNs": "begin", "EndNs": "end", "gpu-id": "gpu", "queue-id": "queue",
-         "KernelName": "name", "pid": "pid", "tid": "tid", "Index": "dispatch", "grd": "grid",
-         "wgr": "workgroup", "lds": "lds", "scr": "scratch", "vgpr": "vgpr",
-         "arch_vgpr": "vgpr", "accum_vgpr": "accum_vgpr", "sgpr": "sgpr",
-         "wave_size": "wave_size"}  # fmt: skip
+_API = {
+    "BeginNs": "begin",
+    "EndNs": "end",
+    "pid": "pid",
+    "tid": "tid",
+    "Name": "name",
+    "args": "call",
+    "Index": "corr",
+}
+_OPS = {
+    "BeginNs": "begin",
+    "EndNs": "end",
+    "dev-id": "node",
+    "queue-id": "queue",
+    "stream-id": "stream",
+    "Name": "name",
+    "pid": "pid",
+    "tid": "tid",
+    "Index": "corr",
+    "roctx-range": "roctx",
+}
+_KERN = {
+    "BeginNs": "begin",
+    "EndNs": "end",
+    "gpu-id": "gpu",
+    "queue-id": "queue",
+    "KernelName": "name",
+    "pid": "pid",
+    "tid": "tid",
+    "Index": "dispatch",
+    "grd": "grid",
+    "wgr": "workgroup",
+    "lds": "lds",
+    "scr": "scratch",
+    "vgpr": "vgpr",
+    "arch_vgpr": "vgpr",
+    "accum_vgpr": "accum_vgpr",
+    "sgpr": "sgpr",
+    "wave_size": "wave_size",
+}
 _MARK = {"BeginNs": "begin", "EndNs": "end", "pid": "pid", "tid": "tid", "Name": "name"}
-
-
-def sniff_tables(tables: frozenset[str]) -> bool:
-    """The table set that rocprof's tblextr.py writes (and no rocpd or nsys tables)."""
-    if any(t.startswith("rocpd_") for t in tables) or "StringIds" in tables:
-        return False
-    return bool(set(TABLES[:5]) & tables)
 
 
 def read(path: Path) -> Frames:
     """Read a ``results.db`` into :class:`Frames`."""
     db = SqliteSource(path)
     try:
-        present = [t for t in TABLES if t in db.tables]
+        present = [t for t in RESULTS_TABLES if t in db.tables]
         if not present:
             raise TraceError(
-                f"{path}: SQLite file has none of the rocprof tables ({', '.join(TABLES)});"
+                f"{path}: SQLite file has none of the rocprof tables ({', '.join(RESULTS_TABLES)});"
                 " pass the results.db that `rocprof --hip-trace` or `--stats` wrote"
             )
         frames = Frames()

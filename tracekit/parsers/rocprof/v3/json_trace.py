@@ -17,16 +17,20 @@ import numpy as np
 import polars as pl
 
 from tracekit.errors import TraceError
-from tracekit.parsers import Progress
-from tracekit.parsers.assemble import Part, assemble
-from tracekit.parsers.kineto.decode import read_bytes
-from tracekit.parsers.names import NamePool
-from tracekit.parsers.rocprof import common
-from tracekit.parsers.rocprof.agents import Agent, AgentTable
+from tracekit.parsers.assemble import Part
+from tracekit.parsers.base import Progress
+from tracekit.parsers.io import read_bytes
+from tracekit.parsers.name_pool import NamePool
+from tracekit.parsers.probe import Probe
+from tracekit.parsers.rocprof import sdk
 from tracekit.parsers.rocprof.args import INT, STR, Field, blank_as_null, json_args
-from tracekit.parsers.rocprof.json_records import Process, Root, Tool, columns_of
+from tracekit.parsers.rocprof.meta import skeleton
+from tracekit.parsers.rocprof.table import durations, events_table
+from tracekit.parsers.rocprof.v3.agents import Agent, AgentTable
+from tracekit.parsers.rocprof.v3.json_records import Process, Root, Tool, columns_of
 from tracekit.timeline import Timeline
 
+JSON_KEY = b'"rocprofiler-sdk-tool"'
 _API_BUFFERS = ("hip_api", "hsa_api", "marker_api", "rccl_api", "rocdecode_api", "rocjpeg_api")
 
 
@@ -35,12 +39,19 @@ def _agents(tool: Tool) -> AgentTable:
     for a in tool.agents:
         kind = {1: "CPU", 2: "GPU"}.get(a.type, "UNK")
         memory = sum(b.size_in_bytes for b in a.mem_banks) if kind == "GPU" else 0
-        agents.append(Agent(
-            node_id=a.node_id, logical_node_id=a.logical_node_id, type=kind,
-            name=a.product_name or None, arch=a.name or None,
-            cores=a.cu_count if kind == "GPU" else a.cpu_cores_count, memory=memory or None,
-            handle=a.id.handle, gpu_index=a.gpu_index if kind == "GPU" else None,
-        ))  # fmt: skip
+        agents.append(
+            Agent(
+                node_id=a.node_id,
+                logical_node_id=a.logical_node_id,
+                type=kind,
+                name=a.product_name or None,
+                arch=a.name or None,
+                cores=a.cu_count if kind == "GPU" else a.cpu_cores_count,
+                memory=memory or None,
+                handle=a.id.handle,
+                gpu_index=a.gpu_index if kind == "GPU" else None,
+            )
+        )
     return AgentTable(agents)
 
 
@@ -55,8 +66,9 @@ class ProcessReader:
         self.pid = tool.metadata.pid
         handles = [a.handle for a in self.agents.agents]
         self._handles = np.array(handles, dtype=np.int64)
-        self._gpu = np.array([-1 if a.gpu_index is None else a.gpu_index
-                              for a in self.agents.agents], dtype=np.int64)  # fmt: skip
+        self._gpu = np.array(
+            [-1 if a.gpu_index is None else a.gpu_index for a in self.agents.agents], dtype=np.int64
+        )
         kinds = tool.strings.buffer_records
         self._kind_names = [k.kind for k in kinds]
         offsets = np.cumsum([0] + [len(k.operations) for k in kinds])
@@ -109,7 +121,7 @@ class ProcessReader:
 
     def _base(self, cols: dict[str, np.ndarray], label: str) -> tuple[np.ndarray, np.ndarray]:
         start = cols["start"]
-        return start, common.durations(start, cols["end"], label, self.warnings)
+        return start, durations(start, cols["end"], label, self.warnings)
 
     def _symbols(self, kernel_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per dispatch: whether ``kernel_symbols`` has its kernel id, and at which position."""
@@ -128,33 +140,52 @@ class ProcessReader:
         symbols = self.tool.kernel_symbols
         found, pos = self._symbols(cols["kernel_id"])
         names = self.pool.from_strings(
-            [s.formatted_kernel_name or s.demangled_kernel_name or s.kernel_name or None
-             for s in symbols]
-        )  # fmt: skip
+            [
+                s.formatted_kernel_name or s.demangled_kernel_name or s.kernel_name or None
+                for s in symbols
+            ]
+        )
         name = np.where(found, names[pos] if len(names) else -1, -1)
         if (~found).any():
-            self.warnings.append(f"{int((~found).sum())} kernels with an id missing from"
-                                 " kernel_symbols; left without a name")  # fmt: skip
+            self.warnings.append(
+                f"{int((~found).sum())} kernels with an id missing from"
+                " kernel_symbols; left without a name"
+            )
         regs = {}
-        for key, attr in (("vgpr", "arch_vgpr_count"), ("accum_vgpr", "accum_vgpr_count"),
-                          ("sgpr", "sgpr_count")):  # fmt: skip
+        for key, attr in (
+            ("vgpr", "arch_vgpr_count"),
+            ("accum_vgpr", "accum_vgpr_count"),
+            ("sgpr", "sgpr_count"),
+        ):
             values = np.array([getattr(s, attr) for s in symbols] or [0], dtype=np.int64)
             regs[key] = pl.select(
                 pl.when(pl.Series(found)).then(pl.Series(values[pos]))
             ).to_series()
-        frame = pl.DataFrame({
-            **{k: v for k, v in cols.items() if k.startswith(("grid", "block"))},
-            "lds": cols["lds"], "scratch": cols["scratch"], **regs, "hip_stream": cols["stream"],
-        })  # fmt: skip
+        frame = pl.DataFrame(
+            {
+                **{k: v for k, v in cols.items() if k.startswith(("grid", "block"))},
+                "lds": cols["lds"],
+                "scratch": cols["scratch"],
+                **regs,
+                "hip_stream": cols["stream"],
+            }
+        )
         fields = [
             Field("block", ("block_x", "block_y", "block_z"), INT, True),
-            *(Field(k, k, INT, True) for k in ("lds", "scratch", "vgpr", "accum_vgpr", "sgpr",
-                                               "hip_stream")),
+            *(
+                Field(k, k, INT, True)
+                for k in ("lds", "scratch", "vgpr", "accum_vgpr", "sgpr", "hip_stream")
+            ),
             Field("grid", ("grid_x", "grid_y", "grid_z"), INT, True),
-        ]  # fmt: skip
-        columns = {"device": self._device(cols["agent"]).to_arrow(), "stream": cols["queue"],
-                   "rank": 0, "pid": self.pid, "corr": cols["corr"],
-                   "args": json_args(frame, *fields, split=7)}  # fmt: skip
+        ]
+        columns = {
+            "device": self._device(cols["agent"]).to_arrow(),
+            "stream": cols["queue"],
+            "rank": 0,
+            "pid": self.pid,
+            "corr": cols["corr"],
+            "args": json_args(frame, *fields, split=7),
+        }
         return [Part("kernel", start, dur, name, "sm", columns)]
 
     def memcpy(self) -> list[Part]:
@@ -164,28 +195,43 @@ class ProcessReader:
         start, dur = self._base(cols, "memory copy")
         src, dst = self._device(cols["src"]), self._device(cols["dst"])
         device = pl.select(src.fill_null(dst)).to_series()  # the GPU end of the copy
-        frame = pl.DataFrame({"src": src, "dst": dst, "bytes": cols["bytes"],
-                              "hip_stream": cols["stream"]})  # fmt: skip
-        fields = [Field(k, c, INT, True) for k, c in (("src_device", "src"), ("dst_device", "dst"),
-                  ("bytes", "bytes"), ("hip_stream", "hip_stream"))]  # fmt: skip
-        columns = {"device": device.to_arrow(), "rank": 0, "pid": self.pid, "corr": cols["corr"],
-                   "args": json_args(frame, *fields)}  # fmt: skip
+        frame = pl.DataFrame(
+            {"src": src, "dst": dst, "bytes": cols["bytes"], "hip_stream": cols["stream"]}
+        )
+        keys = {
+            "src_device": "src",
+            "dst_device": "dst",
+            "bytes": "bytes",
+            "hip_stream": "hip_stream",
+        }
+        fields = [Field(k, c, INT, True) for k, c in keys.items()]
+        columns = {
+            "device": device.to_arrow(),
+            "rank": 0,
+            "pid": self.pid,
+            "corr": cols["corr"],
+            "args": json_args(frame, *fields),
+        }
         name = self._operation_names(cols["kind"], cols["op"], "memory copy")
         return [Part("memcpy", start, dur, name, "copy", columns)]
 
     def host_ops(self) -> list[Part]:
         """Memory allocation and scratch memory records: runtime work on a host thread."""
         parts = []
-        for buffer, extra in (("memory_allocation", ("bytes", "address")),
-                              ("scratch_memory", ("queue", "flags"))):  # fmt: skip
+        for buffer, extra in (
+            ("memory_allocation", ("bytes", "address")),
+            ("scratch_memory", ("queue", "flags")),
+        ):
             cols = columns_of(getattr(self.tool.buffer_records, buffer), buffer)
             if not len(cols["start"]):
                 continue
             start, dur = self._base(cols, buffer.replace("_", " "))
             data = {"device": self._device(cols["agent"]), **{k: cols[k] for k in extra}}
             frame = pl.DataFrame(data)
-            fields = [Field(k, blank_as_null(k), STR, True) if k == "address"
-                      else Field(k, k, INT, True) for k in ("device", *extra)]  # fmt: skip
+            fields = [
+                Field(k, blank_as_null(k), STR, True) if k == "address" else Field(k, k, INT, True)
+                for k in ("device", *extra)
+            ]
             columns = {
                 "device": -1,
                 "rank": 0,
@@ -213,21 +259,35 @@ class ProcessReader:
             )
             if buffer == "marker_api":  # roctx messages replace roctxMarkA / RangePushA …
                 text = self._messages(cols["corr"])
-                has = (text.is_not_null() & domain.is_in(common.MARKER_DOMAINS)).to_numpy()
+                has = (text.is_not_null() & domain.is_in(sdk.MARKER_DOMAINS)).to_numpy()
                 name = np.where(has, self.pool.from_strings(text.to_arrow()), name)
                 op_name = pl.select(
                     pl.when(pl.Series(has)).then(text).otherwise(op_name)
                 ).to_series()
             end = cols["end"].fill_null(-1).to_numpy()
-            kinds = common.api_kinds(domain, op_name, start, end)
+            kinds = sdk.api_kinds(domain, op_name, start, end)
             args = json_args(domain.to_frame("domain"), Field("domain", "domain", STR, True))
-            for code, kind in enumerate(common.API_KINDS):
+            for code, kind in enumerate(sdk.API_KINDS):
                 sel = np.nonzero(kinds == code)[0]
                 if len(sel):
-                    columns = {"device": -1, "rank": 0, "pid": self.pid, "tid": cols["tid"][sel],
-                               "corr": cols["corr"][sel], "args": args.take(sel)}  # fmt: skip
+                    columns = {
+                        "device": -1,
+                        "rank": 0,
+                        "pid": self.pid,
+                        "tid": cols["tid"][sel],
+                        "corr": cols["corr"][sel],
+                        "args": args.take(sel),
+                    }
                     parts.append(Part(kind, start[sel], dur[sel], name[sel], None, columns))
         return parts
+
+
+def sniff(probe: Probe) -> bool:
+    """A JSON object whose first key is ``rocprofiler-sdk-tool`` (plain or gzip)."""
+    if not probe.path.is_file():
+        return False
+    text = probe.text_head[: 1 << 14].lstrip(b"\xef\xbb\xbf \t\r\n")
+    return text.startswith(b"{") and text[1:].lstrip().startswith(JSON_KEY)
 
 
 def _decode(path: Path) -> Root:
@@ -258,8 +318,8 @@ def parse(path: Path, progress: Progress | None = None) -> Timeline:
         parts += [*reader.kernels(), *reader.memcpy(), *reader.host_ops(), *reader.api()]
         if tool.metadata.config.kernel_rename:
             warnings.append("kernel_rename was on: kernels keep their symbol names")
-    meta = common.base_meta("rocprofv3-json", path.name, {})
-    table = common.rebase(assemble(parts, pool), meta)
+    meta = skeleton("rocprofv3-json", path.name, sdk.PRODUCER)
+    table = events_table(parts, pool, meta, sdk.CLOCK)
     meta["devices"] = readers[0].agents.devices(set()) if readers else []
     meta["processes"] = [_process_meta(r.tool.metadata) for r in readers]
     meta["warnings"] = warnings
@@ -267,5 +327,10 @@ def parse(path: Path, progress: Progress | None = None) -> Timeline:
 
 
 def _process_meta(m: Process) -> dict[str, Any]:
-    return {"pid": m.pid, "hostname": m.node.hostname, "command": " ".join(m.command) or None,
-            "init_ns": m.init_time, "fini_ns": m.fini_time}  # fmt: skip
+    return {
+        "pid": m.pid,
+        "hostname": m.node.hostname,
+        "command": " ".join(m.command) or None,
+        "init_ns": m.init_time,
+        "fini_ns": m.fini_time,
+    }

@@ -10,6 +10,8 @@ import msgspec
 import numpy as np
 import polars as pl
 
+from tracekit.parsers.convert import ints, texts
+
 
 class Handle(msgspec.Struct, gc=False):
     handle: int = 0
@@ -147,7 +149,7 @@ def _ints(values: Sequence[Any]) -> np.ndarray:
 
 
 def _nullable(values: list[Any]) -> pl.Series:
-    return pl.Series(values, dtype=pl.Int64)
+    return pl.Series(ints(values, typed=True))
 
 
 def columns_of(records: list[Record], kind: str) -> dict[str, Any]:
@@ -173,20 +175,23 @@ def columns_of(records: list[Record], kind: str) -> dict[str, Any]:
             **{f"block_{a}": _ints([getattr(i.workgroup_size, a) for i in infos]) for a in "xyz"},
         }
     if kind in ("kernel", "memcpy"):
-        cols["stream"] = _nullable([None if r.stream_id is None else r.stream_id.handle
-                                    for r in records])  # fmt: skip
+        cols["stream"] = _nullable(
+            [None if r.stream_id is None else r.stream_id.handle for r in records]
+        )
     if kind == "memcpy":
-        cols |= {"src": _ints([r.src_agent_id.handle for r in records]),
-                 "dst": _ints([r.dst_agent_id.handle for r in records]),
-                 "bytes": _nullable([r.bytes for r in records])}  # fmt: skip
+        cols |= {
+            "src": _ints([r.src_agent_id.handle for r in records]),
+            "dst": _ints([r.dst_agent_id.handle for r in records]),
+            "bytes": _nullable([r.bytes for r in records]),
+        }
     if kind in ("memory_allocation", "scratch_memory"):
         cols |= {
             "agent": _ints([r.agent_id.handle for r in records]),
             "bytes": _nullable([r.allocation_size for r in records]),
-            "address": pl.Series([None if r.address is None else str(r.address)
-                                  for r in records], dtype=pl.String),
-            "queue": _nullable([None if r.queue_id is None else r.queue_id.handle
-                                for r in records]),
+            "address": pl.Series(texts([r.address for r in records])),
+            "queue": _nullable(
+                [None if r.queue_id is None else r.queue_id.handle for r in records]
+            ),
             "flags": _nullable([r.flags for r in records]),
-        }  # fmt: skip
+        }
     return cols

@@ -9,7 +9,7 @@ except on the ``api_op`` flows; GPU ops on pid = gpuId, tid = queueId, the op ty
 same text as ``desc``; names are not JSON-escaped, so a line that does not decode is skipped
 (counted in a warning). Counter events (``C``: idle, queue depth, SMI clocks) are not rows.
 
-Rows (:mod:`.rpd_json_rows`) match what :mod:`.rpd` reads from the ``.rpd`` itself, except
+Rows (:mod:`.json_rows`) match what :mod:`.database` reads from the ``.rpd`` itself, except
 that the call -> op link comes from the ``api_op`` flows (``corr`` = the smallest flow id of
 the call) and the launch arguments are not in the file. ts 0 = the first event on the
 tracer's ``CLOCK_MONOTONIC`` (µs text converted to ns without floats).
@@ -17,26 +17,25 @@ tracer's ``CLOCK_MONOTONIC`` (µs text converted to ns without floats).
 
 from __future__ import annotations
 
-import gzip
 import re
-import zlib
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import polars as pl
 
 from tracekit.errors import TraceError
-from tracekit.load import GZIP_MAGIC, Probe
-from tracekit.parsers import Parser, Progress
-from tracekit.parsers.assemble import assemble
-from tracekit.parsers.names import NamePool
-from tracekit.parsers.rocprof.common import rebase
-from tracekit.parsers.rocprof.rpd_json_rows import build_parts
-from tracekit.timeline import Timeline, empty_meta
+from tracekit.parsers.base import Progress
+from tracekit.parsers.io import read_bytes
+from tracekit.parsers.name_pool import NamePool
+from tracekit.parsers.probe import Probe
+from tracekit.parsers.rocprof.meta import device, skeleton
+from tracekit.parsers.rocprof.rpd.json_rows import build_parts
+from tracekit.parsers.rocprof.rpd.rows import CLOCK
+from tracekit.parsers.rocprof.table import events_table
+from tracekit.timeline import Timeline
 
-CLOCK = "CLOCK_MONOTONIC"
+PRODUCER = "rocmProfileData rpd2tracing.py"
 _START = re.compile(rb'^\s*(?:\{\s*"traceEvents"\s*:\s*)?\[\s*\{\s*\}\s*,')
 _MARKS = (
     re.compile(rb'"args"\s*:\s*\{\s*"desc"\s*:'),
@@ -92,18 +91,6 @@ def sniff(probe: Probe) -> bool:
     return bool(_START.match(text)) and any(m.search(text) for m in _MARKS)
 
 
-def _read(path: Path) -> bytes:
-    with path.open("rb") as fh:
-        gzipped = fh.read(2) == GZIP_MAGIC
-    if not gzipped:
-        return path.read_bytes()
-    try:
-        with gzip.open(path, "rb") as fh:
-            return fh.read()
-    except (EOFError, OSError, zlib.error) as exc:
-        raise TraceError(f"{path}: cannot inflate the gzip file ({exc}); copy it again") from exc
-
-
 def decode(path: Path, data: bytes, warnings: list[str]) -> list[_Event]:
     """The file's events; a complete file that is not valid JSON (names are written
     unescaped) is read line by line, skipping the lines that do not decode; a file cut short
@@ -151,36 +138,16 @@ def parse(path: Path, progress: Progress | None = None) -> Timeline:
     note = progress or (lambda _msg: None)
     note("decoding JSON")
     warnings: list[str] = []
-    events = decode(path, _read(path), warnings)
-    frame = columns(events)
-    del events
+    decoded = decode(path, read_bytes(path), warnings)
+    frame = columns(decoded)
+    del decoded
     note("rpd2tracing rows")
     pool = NamePool()
     parts, info = build_parts(frame, pool, warnings)
     if not any(len(p) for p in parts):
         raise TraceError(f"{path}: rpd2tracing JSON holds no GPU ops, API calls or ranges")
-    meta = _meta(path, info)
+    meta = skeleton("rpd2tracing-json", path.name, PRODUCER, time_unit=info["time_unit"])
     meta["warnings"] = warnings
-    table = rebase(assemble(parts, pool), meta, CLOCK)
-    meta["devices"] = [
-        {"index": g, "name": None, "vendor": "AMD", "cores": None, "memory": None}
-        for g in info["gpus"]
-    ]
+    table = events_table(parts, pool, meta, CLOCK)
+    meta["devices"] = [device(g) for g in info["gpus"]]
     return Timeline(table, meta)
-
-
-def _meta(path: Path, info: dict[str, Any]) -> dict[str, Any]:
-    meta = empty_meta()
-    meta["format"] = "rpd2tracing-json"
-    meta["source"] = path.name
-    meta["producer"] = {
-        "name": "rocmProfileData rpd2tracing.py",
-        "version": None,
-        "time_unit": info["time_unit"],
-    }
-    return meta
-
-
-RPD_JSON = Parser(
-    "rpd-json", "rocmProfileData rpd2tracing.py Chrome-trace JSON (.json, .gz)", sniff, parse
-)

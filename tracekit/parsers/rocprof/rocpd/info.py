@@ -8,11 +8,35 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-API_PREFIXES = ("HIP_", "HSA_", "RCCL_", "MARKER_CONTROL", "MARKER_NAME", "ROCDECODE_",
-                "ROCJPEG_", "OMPT", "OPENMP", "KFD", "MPI")  # fmt: skip
+from tracekit.parsers.convert import as_int
+from tracekit.parsers.rocprof.meta import device
+
+API_PREFIXES = (
+    "HIP_",
+    "HSA_",
+    "RCCL_",
+    "MARKER_CONTROL",
+    "MARKER_NAME",
+    "ROCDECODE_",
+    "ROCJPEG_",
+    "OMPT",
+    "OPENMP",
+    "KFD",
+    "MPI",
+)
 MARKER_PREFIX = "MARKER_CORE"  # roctx ranges and marks
-AGENT_COLUMNS = ("id", "type", "absolute_index", "logical_index", "type_index", "name",
-                 "model_name", "vendor_name", "product_name", "extdata")  # fmt: skip
+AGENT_COLUMNS = (
+    "id",
+    "type",
+    "absolute_index",
+    "logical_index",
+    "type_index",
+    "name",
+    "model_name",
+    "vendor_name",
+    "product_name",
+    "extdata",
+)
 
 
 def read_agents(
@@ -37,11 +61,12 @@ def read_agents(
             index = agent.get("type_index")
         gpu_of[agent_id] = index
         label[agent_id] = f"GPU{index}"
-        devices.append({
-            "index": index, "name": agent.get("product_name") or agent.get("name"),
-            "vendor": "AMD", "cores": _int(ext.get("cu_count")), "memory": _memory(ext),
-            "arch": agent.get("name"), "node_id": agent.get("absolute_index"),
-        })  # fmt: skip
+        name = agent.get("product_name") or agent.get("name")
+        cores = as_int(ext.get("cu_count"))
+        node = agent.get("absolute_index")
+        devices.append(
+            device(index, name, cores, _memory(ext), arch=agent.get("name"), node_id=node)
+        )
     devices.sort(key=lambda d: (d["index"] is None, d["index"] or 0))
     return devices, gpu_of, label
 
@@ -64,9 +89,11 @@ def correlation(df: pl.DataFrame) -> pa.Array:
     stack = df["stack_id"]
     ext = df["correlation_id"]
     value = pl.select(
-        pl.when(stack.is_not_null() & (stack != 0)).then(stack)
-        .when(ext.is_not_null() & (ext != 0)).then(ext)
-    ).to_series()  # fmt: skip
+        pl.when(stack.is_not_null() & (stack != 0))
+        .then(stack)
+        .when(ext.is_not_null() & (ext != 0))
+        .then(ext)
+    ).to_series()
     return value.to_arrow()
 
 
@@ -93,7 +120,3 @@ def _memory(ext: dict[str, Any]) -> int | None:
         s for s in (b.get("size_in_bytes") for b in banks[:1]) if isinstance(s, int)
     ]
     return sum(sizes) if sizes else None
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

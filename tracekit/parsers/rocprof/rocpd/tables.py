@@ -1,5 +1,5 @@
 """One uuid set of rocpd tables: its catalogue, bulk reads (each row table joined to its
-``rocpd_event`` row in SQL) and the lookups the row readers of :mod:`.rocpd_rows` share."""
+``rocpd_event`` row in SQL) and the lookups the row readers of :mod:`.rows` share."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import polars as pl
 import pyarrow as pa
 
 from tracekit.errors import TraceError
-from tracekit.parsers._sqlite import SHARED_CONNECTIONS, SqliteSource
-from tracekit.parsers.names import NamePool
-from tracekit.parsers.rocprof.common import conform
-from tracekit.parsers.rocprof.rocpd_info import AGENT_COLUMNS, id_mapping, read_agents
+from tracekit.parsers.name_pool import NamePool
+from tracekit.parsers.rocprof.rocpd.info import AGENT_COLUMNS, id_mapping, read_agents
+from tracekit.parsers.rocprof.table import conform
+from tracekit.parsers.sqlite import SHARED_CONNECTIONS, SqliteSource
 
 SYMBOL_BIT = 1 << 39  # kernel-symbol names share the name pool with the string table
 SET_SHIFT = 40  # each uuid set gets its own id range in the pool
@@ -42,7 +42,7 @@ class TableSet:
 
 class SetReader:
     """Reads one :class:`TableSet`: info tables at once, row tables on request (see
-    :mod:`.rocpd_rows`); ``pool`` is set before rows are read."""
+    :mod:`.rows`); ``pool`` is set before rows are read."""
 
     def __init__(self, db: SqliteSource, tset: TableSet, index: int, warnings: list[str]):
         self.db, self.tset, self.warnings = db, tset, warnings
@@ -52,16 +52,27 @@ class SetReader:
         self.strings = self.frame("rocpd_string", ("id", "string"))
         if self.strings is None:
             raise TraceError(f"{db.path}: rocpd string table{tset.suffix} is missing; export again")
-        sym = self.frame("rocpd_info_kernel_symbol", ("id", "display_name", "kernel_name",
-                         "sgpr_count", "arch_vgpr_count", "accum_vgpr_count"))  # fmt: skip
+        sym = self.frame(
+            "rocpd_info_kernel_symbol",
+            (
+                "id",
+                "display_name",
+                "kernel_name",
+                "sgpr_count",
+                "arch_vgpr_count",
+                "accum_vgpr_count",
+            ),
+        )
         self.symbols = sym if sym is not None else pl.DataFrame({"id": []}, {"id": pl.Int64})
         procs = self.frame("rocpd_info_process", ("id", "pid", "command"))
         threads = self.frame("rocpd_info_thread", ("id", "tid"))
         self.pid_of = id_mapping(procs, "pid")
         self.tid_of = id_mapping(threads, "tid")
-        self.processes = [] if procs is None else [
-            {"pid": p, "command": c} for p, c in procs.select("pid", "command").iter_rows()
-        ]  # fmt: skip
+        self.processes = (
+            []
+            if procs is None
+            else [{"pid": p, "command": c} for p, c in procs.select("pid", "command").iter_rows()]
+        )
         self.gpu_of: dict[int, int] = {}
         self.agent_label: dict[Any, str] = {}
         self.devices = self._agents()
@@ -167,8 +178,10 @@ class SetReader:
 
     def note_unread(self) -> None:
         """Count the rows of tables this reader does not turn into timeline rows."""
-        unread = (("rocpd_memory_allocate", "memory allocation"),
-                  ("rocpd_pmc_event", "counter value"))  # fmt: skip
+        unread = (
+            ("rocpd_memory_allocate", "memory allocation"),
+            ("rocpd_pmc_event", "counter value"),
+        )
         for base, what in unread:
             name = self.tset.get(base)
             if name is None:
@@ -192,8 +205,9 @@ class SetReader:
         """The string-table text of each id (null when absent)."""
         wanted = ids.unique().drop_nulls()
         found = self.strings.filter(pl.col("id").is_in(wanted.implode()))
-        return ids.replace_strict(found["id"], found["string"], default=None,
-                                  return_dtype=pl.String)  # fmt: skip
+        return ids.replace_strict(
+            found["id"], found["string"], default=None, return_dtype=pl.String
+        )
 
     def names(self, df: pl.DataFrame, messages: bool = False) -> np.ndarray:
         """Name indices from ``name_id``; with ``messages``, a roctx message where the row's
@@ -202,8 +216,9 @@ class SetReader:
         if messages and df.height:
             found = self.messages(df["event_id"])
             if found.height:
-                text = df.select("event_id").join(found, on="event_id", how="left",
-                                                  maintain_order="left")["message"]  # fmt: skip
+                text = df.select("event_id").join(
+                    found, on="event_id", how="left", maintain_order="left"
+                )["message"]
                 by_message = self.pool.from_strings(text.to_arrow())
                 index = np.where(by_message >= 0, by_message, index)
         return index

@@ -21,12 +21,16 @@ import msgspec
 import polars as pl
 
 from tracekit.errors import TraceError
-from tracekit.parsers.rocprof.legacy_rows import Frames
+from tracekit.parsers.convert import texts
+from tracekit.parsers.io import read_bytes
+from tracekit.parsers.rocprof.legacy.rows import Frames
 
 Val = str | int | float | None
 EXT_LANE, COPY_LANE, HIP_LANE, HSA_LANE, GPU_LANE, BARRIER_LANE = 0, 1, 2, 3, 6, 518
-_OP_CALL = (r"^(hipMemcpy|hipMemset)|hipGraphLaunch|WaitEvent|hipStreamSynchronize"
-            r"|hipDeviceSynchronize|hipStreamWaitValue|hipStreamWriteValue")  # fmt: skip
+_OP_CALL = (
+    r"^(hipMemcpy|hipMemset)|hipGraphLaunch|WaitEvent|hipStreamSynchronize"
+    r"|hipDeviceSynchronize|hipStreamWaitValue|hipStreamWriteValue"
+)
 
 
 Text = str | None  # rocprof writes every args value as a JSON string
@@ -98,7 +102,7 @@ def sniff_head(head: bytes) -> bool:
 
 def read(path: Path) -> tuple[Frames, dict[str, Any]]:
     """Read a ``results.json`` into :class:`Frames`, plus its ``otherData`` (rocminfo)."""
-    data = path.read_bytes()
+    data = read_bytes(path)
     try:
         try:
             trace = _DECODERS[0].decode(data)
@@ -145,18 +149,24 @@ def read(path: Path) -> tuple[Frames, dict[str, Any]]:
 
 
 def _strings(values: list[Any]) -> pl.Series:
-    try:  # the common case: text or None throughout
-        return pl.Series(values, dtype=pl.String)
-    except (TypeError, pl.exceptions.PolarsError):
-        return pl.Series([None if v is None else str(v) for v in values], dtype=pl.String)
+    return pl.Series(texts(values))
 
 
 def _ints(values: list[Any]) -> pl.Series:
+    """Integral text -> Int64, null elsewhere: cast by polars as a column (rocprof writes every
+    number as a JSON string; :func:`tracekit.parsers.convert.ints` would go value by value)."""
     return _strings(values).str.strip_chars().cast(pl.Int64, strict=False)
 
 
-_KERN_FIELDS = {"grid": "grd", "workgroup": "wgr", "lds": "lds", "scratch": "scr",
-                "accum_vgpr": "accum_vgpr", "sgpr": "sgpr", "wave_size": "wave_size"}  # fmt: skip
+_KERN_FIELDS = {
+    "grid": "grd",
+    "workgroup": "wgr",
+    "lds": "lds",
+    "scratch": "scr",
+    "accum_vgpr": "accum_vgpr",
+    "sgpr": "sgpr",
+    "wave_size": "wave_size",
+}
 
 
 def _slices(events: list[Any], warnings: list[str]) -> pl.DataFrame:
@@ -165,17 +175,22 @@ def _slices(events: list[Any], warnings: list[str]) -> pl.DataFrame:
     args = [e.args or empty for e in events]
     kern = [a.KernelName is not None for a in args]
     columns = {
-        "lane": _ints([e.pid for e in events]), "lane_tid": _ints([e.tid for e in events]),
-        "ts_us": _ints([e.ts for e in events]), "dur_us": _ints([e.dur for e in events]),
-        "begin": _ints([a.BeginNs for a in args]), "end": _ints([a.EndNs for a in args]),
+        "lane": _ints([e.pid for e in events]),
+        "lane_tid": _ints([e.tid for e in events]),
+        "ts_us": _ints([e.ts for e in events]),
+        "dur_us": _ints([e.dur for e in events]),
+        "begin": _ints([a.BeginNs for a in args]),
+        "end": _ints([a.EndNs for a in args]),
         "label": _strings([e.name for e in events]),
         "name": _strings([a.Name if a.Name is not None else a.KernelName for a in args]),
         "kern": pl.Series(kern, dtype=pl.Boolean),
-        "pid": _ints([a.pid for a in args]), "tid": _ints([a.tid for a in args]),
-        "node": _ints([a.dev_id for a in args]), "queue": _ints([a.queue_id for a in args]),
+        "pid": _ints([a.pid for a in args]),
+        "tid": _ints([a.tid for a in args]),
+        "node": _ints([a.dev_id for a in args]),
+        "queue": _ints([a.queue_id for a in args]),
         "stream": _ints([a.stream_id for a in args]),
         "call": _strings([a.call for a in args]),
-    }  # fmt: skip
+    }
     if any(kern):  # KERN rows (--stats / --timestamp on) carry the dispatch fields
         columns["gpu"] = _ints([a.gpu_id for a in args])
         for column, key in _KERN_FIELDS.items():
@@ -193,17 +208,24 @@ def _slices(events: list[Any], warnings: list[str]) -> pl.DataFrame:
     lost = df.filter(pl.col("begin").is_null() | pl.col("end").is_null() | pl.col("lane").is_null())
     if lost.height:
         warnings.append(f"{lost.height} rows without a time or lane; dropped")
-        df = df.filter(pl.col("begin").is_not_null() & pl.col("end").is_not_null()
-                       & pl.col("lane").is_not_null())  # fmt: skip
+        df = df.filter(
+            pl.col("begin").is_not_null()
+            & pl.col("end").is_not_null()
+            & pl.col("lane").is_not_null()
+        )
     return df
 
 
 def _flows(events: list[Event]) -> pl.DataFrame:
-    return pl.DataFrame({
-        "id": _ints([e.id for e in events]), "ph": _strings([e.ph for e in events]),
-        "lane": _ints([e.pid for e in events]), "lane_tid": _ints([e.tid for e in events]),
-        "ts_us": _ints([e.ts for e in events]),
-    }).drop_nulls()  # fmt: skip
+    return pl.DataFrame(
+        {
+            "id": _ints([e.id for e in events]),
+            "ph": _strings([e.ph for e in events]),
+            "lane": _ints([e.pid for e in events]),
+            "lane_tid": _ints([e.tid for e in events]),
+            "ts_us": _ints([e.ts for e in events]),
+        }
+    ).drop_nulls()
 
 
 def _correlate(rows: pl.DataFrame, flows: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
@@ -225,27 +247,38 @@ def _correlate(rows: pl.DataFrame, flows: pl.DataFrame, warnings: list[str]) -> 
     bound_t = bound_t.select("id", dev_row="row")
     # s -> the first API call on that thread whose midpoint is at or after s
     calls = rows.filter(lane.is_in([HIP_LANE, HSA_LANE]))
-    calls = calls.filter(
-        (lane == HSA_LANE) | pl.col("name").str.contains(_OP_CALL)
-        | pl.col("call").fill_null("").str.contains(" kernel(", literal=True)
-    ).select(
-        "row", "lane", "lane_tid", mid=pl.col("ts_us") + pl.col("dur_us").fill_null(0) // 2
-    ).sort("mid")  # fmt: skip
+    calls = (
+        calls.filter(
+            (lane == HSA_LANE)
+            | pl.col("name").str.contains(_OP_CALL)
+            | pl.col("call").fill_null("").str.contains(" kernel(", literal=True)
+        )
+        .select("row", "lane", "lane_tid", mid=pl.col("ts_us") + pl.col("dur_us").fill_null(0) // 2)
+        .sort("mid")
+    )
     bound_s = (
         starts.sort("ts_us")
-        .join_asof(calls, left_on="ts_us", right_on="mid", by=["lane", "lane_tid"],
-                   strategy="forward", check_sortedness=False)
+        .join_asof(
+            calls,
+            left_on="ts_us",
+            right_on="mid",
+            by=["lane", "lane_tid"],
+            strategy="forward",
+            check_sortedness=False,
+        )
         .select("id", api_row="row")
-    )  # fmt: skip
+    )
     pairs = bound_s.join(bound_t, on="id", how="inner").drop_nulls()
     unbound = starts.join(ends, on="id", how="semi").height - pairs.height
     if unbound > 0:
         warnings.append(f"{unbound} DataFlow links without an API call or device row; not used")
     api_corr = pairs.group_by("api_row").agg(corr=pl.col("id").min())
     dev_corr = (
-        pairs.join(api_corr, on="api_row").group_by("dev_row").agg(pl.col("corr").min())
+        pairs.join(api_corr, on="api_row")
+        .group_by("dev_row")
+        .agg(pl.col("corr").min())
         .rename({"dev_row": "row"})
-    )  # fmt: skip
+    )
     links = pl.concat([api_corr.rename({"api_row": "row"}), dev_corr])
     rows = rows.join(links, on="row", how="left", maintain_order="left")
     return rows.with_columns(corr=pl.col("corr").cast(pl.Int64)).drop("row")

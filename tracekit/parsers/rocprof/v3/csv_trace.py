@@ -4,7 +4,8 @@ API (HIP, HSA, marker/roctx, RCCL, rocDecode, rocJPEG) traces of one run, read w
 Both quoting styles read the same (rocprofv3 quotes only text; re-written files quote every
 field); the ``Guid`` column of CSVs regenerated from rocpd is ignored; older output without
 ``Stream_Id`` / ``Thread_Id`` / ``Dispatch_Id`` reads with those fields left out. The run's
-``--stats`` files (``<prefix>_kernel_stats.csv`` …) become ``meta["summaries"]`` (:mod:`.stats`).
+``--stats`` files (``<prefix>_kernel_stats.csv`` …) become ``meta["summaries"]``
+(:mod:`tracekit.parsers.rocprof.stats`).
 """
 
 from __future__ import annotations
@@ -14,24 +15,58 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from tracekit.errors import TraceError
-from tracekit.parsers import Progress
-from tracekit.parsers.assemble import Part, assemble
-from tracekit.parsers.names import NamePool
-from tracekit.parsers.rocprof import common
-from tracekit.parsers.rocprof.agents import AgentTable, read_agent_info
+from tracekit.parsers.assemble import Part
+from tracekit.parsers.base import Progress
+from tracekit.parsers.name_pool import NamePool
+from tracekit.parsers.probe import Probe
+from tracekit.parsers.rocprof import sdk
 from tracekit.parsers.rocprof.args import INT, STR, Field, blank_as_null, json_args
-from tracekit.parsers.rocprof.files import LABELS, CsvSet, check_columns, discover, read_header
+from tracekit.parsers.rocprof.csv_header import read_header
+from tracekit.parsers.rocprof.meta import skeleton
 from tracekit.parsers.rocprof.stats import v3_summaries
+from tracekit.parsers.rocprof.table import durations, events_table, used_devices
+from tracekit.parsers.rocprof.v3.agents import AgentTable, read_agent_info
+from tracekit.parsers.rocprof.v3.files import (
+    LABELS,
+    CsvSet,
+    check_columns,
+    discover,
+    sniff_csv_path,
+)
 from tracekit.timeline import Timeline
 
 # numeric columns read as Int64; every other column (and any unknown one) is text
-_INT = {"Queue_Id", "Stream_Id", "Thread_Id", "Process_Id", "Dispatch_Id", "Kernel_Id",
-        "Correlation_Id", "Start_Timestamp", "End_Timestamp", "LDS_Block_Size", "Scratch_Size",
-        "VGPR_Count", "Accum_VGPR_Count", "SGPR_Count", "Workgroup_Size_X", "Workgroup_Size_Y",
-        "Workgroup_Size_Z", "Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z", "Workgroup_Size",
-        "Grid_Size", "Allocation_Size", "Bytes", "Size", "Copy_Size"}  # fmt: skip
+_INT = {
+    "Queue_Id",
+    "Stream_Id",
+    "Thread_Id",
+    "Process_Id",
+    "Dispatch_Id",
+    "Kernel_Id",
+    "Correlation_Id",
+    "Start_Timestamp",
+    "End_Timestamp",
+    "LDS_Block_Size",
+    "Scratch_Size",
+    "VGPR_Count",
+    "Accum_VGPR_Count",
+    "SGPR_Count",
+    "Workgroup_Size_X",
+    "Workgroup_Size_Y",
+    "Workgroup_Size_Z",
+    "Grid_Size_X",
+    "Grid_Size_Y",
+    "Grid_Size_Z",
+    "Workgroup_Size",
+    "Grid_Size",
+    "Allocation_Size",
+    "Bytes",
+    "Size",
+    "Copy_Size",
+}
 # kernel args; grid sizes last: they vary most (see args.json_args's split)
 _KERNEL_ARGS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("block", ("Workgroup_Size_X", "Workgroup_Size_Y", "Workgroup_Size_Z")),
@@ -93,9 +128,12 @@ class CsvReader:
         if frame["Start_Timestamp"].null_count():
             kept = frame.filter(pl.col("Start_Timestamp").is_not_null())
             blank = frame.select(
-                (pl.col("Start_Timestamp").is_null() & pl.col("End_Timestamp").is_null()
-                 & pl.col(name).is_null()).sum()
-            ).item()  # fmt: skip
+                (
+                    pl.col("Start_Timestamp").is_null()
+                    & pl.col("End_Timestamp").is_null()
+                    & pl.col(name).is_null()
+                ).sum()
+            ).item()
             lost = frame.height - kept.height - blank
             if lost:  # blank lines (a trailing newline too many) are not rows
                 self.warnings.append(f"{path.name}: {lost} rows without a start time dropped")
@@ -104,10 +142,20 @@ class CsvReader:
 
     def _base(self, frame: pl.DataFrame, label: str) -> tuple[np.ndarray, np.ndarray]:
         start = frame["Start_Timestamp"].to_numpy()
-        return start, common.durations(start, frame["End_Timestamp"], label, self.warnings)
+        return start, durations(start, frame["End_Timestamp"], label, self.warnings)
 
     def _names(self, values: pl.Series) -> np.ndarray:
-        return common.pool_names(self.pool, values)
+        """Pool indices of a String or Categorical column (hashing each distinct name once)."""
+        if values.dtype != pl.Categorical:
+            values = values.cast(pl.Categorical)
+        arr = values.to_arrow()
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        codes = self.pool.from_strings(arr.dictionary.cast(pa.string()))
+        if not len(codes):
+            return np.full(len(arr), -1, dtype=np.int64)
+        indices = arr.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        return np.where(arr.indices.is_null().to_numpy(zero_copy_only=False), -1, codes[indices])
 
     @staticmethod
     def _opt(frame: pl.DataFrame, column: str) -> Any:
@@ -141,9 +189,16 @@ class CsvReader:
         return [Part("kernel", start, dur, self._names(frame["Kernel_Name"]), "sm", columns)]
 
     def memcpy(self, path: Path) -> list[Part]:
-        wanted = ("Direction", "Stream_Id", "Source_Agent_Id", "Destination_Agent_Id",
-                  "Correlation_Id", "Start_Timestamp", "End_Timestamp",
-                  *_BYTES_COLUMNS)  # fmt: skip
+        wanted = (
+            "Direction",
+            "Stream_Id",
+            "Source_Agent_Id",
+            "Destination_Agent_Id",
+            "Correlation_Id",
+            "Start_Timestamp",
+            "End_Timestamp",
+            *_BYTES_COLUMNS,
+        )
         frame = self._frame(path, "memcpy", wanted, ("Direction",))
         if frame is None:
             return []
@@ -155,22 +210,34 @@ class CsvReader:
         device = pl.select(
             pl.when(from_device).then(src.fill_null(dst)).otherwise(dst.fill_null(src))
         ).to_series()
-        fields = [Field("src_agent", blank_as_null("Source_Agent_Id"), STR, True),
-                  Field("dst_agent", blank_as_null("Destination_Agent_Id"), STR, True)]  # fmt: skip
+        fields = [
+            Field("src_agent", blank_as_null("Source_Agent_Id"), STR, True),
+            Field("dst_agent", blank_as_null("Destination_Agent_Id"), STR, True),
+        ]
         size = next((c for c in _BYTES_COLUMNS if c in frame.columns), None)
         if size:
             fields.append(Field("bytes", size, INT, True))
         if "Stream_Id" in frame.columns:
             fields.append(Field("hip_stream", "Stream_Id", INT, True))
-        columns = {"device": device.to_arrow(), "rank": 0,
-                   "corr": self._opt(frame, "Correlation_Id"),
-                   "args": json_args(frame, *fields)}  # fmt: skip
+        columns = {
+            "device": device.to_arrow(),
+            "rank": 0,
+            "corr": self._opt(frame, "Correlation_Id"),
+            "args": json_args(frame, *fields),
+        }
         return [Part("memcpy", start, dur, self._names(frame["Direction"]), "copy", columns)]
 
     def _host_ops(self, path: Path, role: str, extra: tuple[tuple[str, str], ...]) -> list[Part]:
         """Memory allocation and scratch memory rows: runtime work on a host thread."""
-        wanted = ("Operation", "Agent_Id", "Correlation_Id", "Thread_Id", "Start_Timestamp",
-                  "End_Timestamp", *(c for _, c in extra))  # fmt: skip
+        wanted = (
+            "Operation",
+            "Agent_Id",
+            "Correlation_Id",
+            "Thread_Id",
+            "Start_Timestamp",
+            "End_Timestamp",
+            *(c for _, c in extra),
+        )
         frame = self._frame(path, role, wanted, ("Operation",))
         if frame is None:
             return []
@@ -187,8 +254,13 @@ class CsvReader:
             elif col in frame.columns:
                 fields.append(Field(key, blank_as_null(col), STR, True))
         args = json_args(frame, *fields) if fields else None
-        columns = {"device": -1, "rank": 0, "tid": self._opt(frame, "Thread_Id"),
-                   "corr": self._opt(frame, "Correlation_Id"), "args": args}  # fmt: skip
+        columns = {
+            "device": -1,
+            "rank": 0,
+            "tid": self._opt(frame, "Thread_Id"),
+            "corr": self._opt(frame, "Correlation_Id"),
+            "args": args,
+        }
         return [Part("api", start, dur, self._names(frame["Operation"]), None, columns)]
 
     def allocations(self, path: Path) -> list[Part]:
@@ -198,18 +270,25 @@ class CsvReader:
         return self._host_ops(path, "scratch", (("queue", "Queue_Id"), ("flags", "Alloc_Flags")))
 
     def api(self, path: Path) -> list[Part]:
-        wanted = ("Domain", "Function", "Process_Id", "Thread_Id", "Correlation_Id",
-                  "Start_Timestamp", "End_Timestamp")  # fmt: skip
+        wanted = (
+            "Domain",
+            "Function",
+            "Process_Id",
+            "Thread_Id",
+            "Correlation_Id",
+            "Start_Timestamp",
+            "End_Timestamp",
+        )
         frame = self._frame(path, "api", wanted, ("Function", "Domain"))
         if frame is None:
             return []
         start, dur = self._base(frame, "API")
         end = frame["End_Timestamp"].fill_null(-1).to_numpy()
-        kinds = common.api_kinds(frame["Domain"], frame["Function"], start, end)
+        kinds = sdk.api_kinds(frame["Domain"], frame["Function"], start, end)
         args = json_args(frame, Field("domain", "Domain", STR, True))
         names = self._names(frame["Function"])
         parts = []
-        for code, kind in enumerate(common.API_KINDS):
+        for code, kind in enumerate(sdk.API_KINDS):
             mask = kinds == code
             if not mask.any():
                 continue
@@ -238,6 +317,11 @@ def _kernel_args(frame: pl.DataFrame, fields: list[Field]) -> Any:
     return json_args(frame, *fields, split=split)
 
 
+def sniff(probe: Probe) -> bool:
+    """A rocprofv3 CSV file (by its header), or a folder holding one."""
+    return sniff_csv_path(probe.path, probe.head)
+
+
 def parse(path: Path, progress: Progress | None = None) -> Timeline:
     """Read a rocprofv3 CSV set (a folder, or any one of its files) into a Timeline."""
     note = progress or (lambda _msg: None)
@@ -245,8 +329,13 @@ def parse(path: Path, progress: Progress | None = None) -> Timeline:
     agent_files = found.files.get("agent_info", [])
     agents = read_agent_info(agent_files[0]) if agent_files else AgentTable([])
     reader = CsvReader(found, agents)
-    readers = {"kernel": reader.kernels, "memcpy": reader.memcpy, "api": reader.api,
-               "alloc": reader.allocations, "scratch": reader.scratch}  # fmt: skip
+    readers = {
+        "kernel": reader.kernels,
+        "memcpy": reader.memcpy,
+        "api": reader.api,
+        "alloc": reader.allocations,
+        "scratch": reader.scratch,
+    }
     parts: list[Part] = []
     for role, read in readers.items():
         for file in found.files.get(role, []):
@@ -261,10 +350,9 @@ def parse(path: Path, progress: Progress | None = None) -> Timeline:
             " when it has records, so these were cut short: profile again"
         )
     note("assembling")
-    meta = common.base_meta("rocprofv3-csv", path.name, {})
-    table = common.rebase(assemble(parts, reader.pool), meta)
-    used = set(table.column("device").drop_null().unique().to_pylist()) - {-1}
-    meta["devices"] = agents.devices(used)
+    meta = skeleton("rocprofv3-csv", path.name, sdk.PRODUCER)
+    table = events_table(parts, reader.pool, meta, sdk.CLOCK)
+    meta["devices"] = agents.devices(used_devices(table))
     meta["files"] = [p.name for p in (*found.trace_files, *agent_files)]
     if found.ignored:
         meta["ignored_files"] = found.ignored

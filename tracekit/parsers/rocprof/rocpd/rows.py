@@ -13,25 +13,49 @@ import polars as pl
 
 from tracekit.parsers.assemble import Part
 from tracekit.parsers.rocprof.args import INT, STR, Field, json_args
-from tracekit.parsers.rocprof.common import ROCTX_CALLS, durations
-from tracekit.parsers.rocprof.rocpd_info import category_group, correlation, nonzero
-from tracekit.parsers.rocprof.rocpd_tables import SYMBOL_BIT, Read, SetReader
+from tracekit.parsers.rocprof.rocpd.info import category_group, correlation, nonzero
+from tracekit.parsers.rocprof.rocpd.tables import SYMBOL_BIT, Read, SetReader
+from tracekit.parsers.rocprof.sdk import ROCTX_CALLS
+from tracekit.parsers.rocprof.table import durations
 
 _DISPATCH_COLUMNS = (
-    "pid", "agent_id", "kernel_id", "dispatch_id", "queue_id", "stream_id", "start",
-    "end", "private_segment_size", "group_segment_size", "workgroup_size_x",
-    "workgroup_size_y", "workgroup_size_z", "grid_size_x", "grid_size_y", "grid_size_z",
+    "pid",
+    "agent_id",
+    "kernel_id",
+    "dispatch_id",
+    "queue_id",
+    "stream_id",
+    "start",
+    "end",
+    "private_segment_size",
+    "group_segment_size",
+    "workgroup_size_x",
+    "workgroup_size_y",
+    "workgroup_size_z",
+    "grid_size_x",
+    "grid_size_y",
+    "grid_size_z",
     "region_name_id",
-)  # fmt: skip
-_COPY_COLUMNS = ("pid", "tid", "start", "end", "name_id", "dst_agent_id", "src_agent_id",
-                 "size", "queue_id", "stream_id")  # fmt: skip
+)
+_COPY_COLUMNS = (
+    "pid",
+    "tid",
+    "start",
+    "end",
+    "name_id",
+    "dst_agent_id",
+    "src_agent_id",
+    "size",
+    "queue_id",
+    "stream_id",
+)
 _REGISTERS = ("sgpr_count", "arch_vgpr_count", "accum_vgpr_count")
 KERNELS: Read = ("rocpd_kernel_dispatch", _DISPATCH_COLUMNS, True)
 REGIONS: Read = ("rocpd_region", ("pid", "tid", "start", "end", "name_id", "event_id"), True)
 SAMPLES: Read = ("rocpd_sample", ("track_id", "timestamp", "event_id"), True)
 TRACKS: Read = ("rocpd_track", ("id", "pid", "tid", "name_id"), False)
 COPIES: Read = ("rocpd_memory_copy", _COPY_COLUMNS, True)
-READS = (KERNELS, REGIONS, SAMPLES, TRACKS, COPIES)  # in the order rocpd.parse uses them
+READS = (KERNELS, REGIONS, SAMPLES, TRACKS, COPIES)  # in the order database.parse uses them
 API, RANGE, MARKER, OTHER = 0, 1, 2, 3  # region kind codes
 _KIND_NAMES = {API: "api", RANGE: "range", MARKER: "marker"}
 
@@ -45,9 +69,11 @@ def kernels(r: SetReader) -> list[Part]:
     df = r.valid(df, "kernel")
     sym = r.symbols.select(
         pl.col("id").alias("kernel_id"),
-        *(pl.col(c) if c in r.symbols.columns else pl.lit(None, pl.Int64).alias(c)
-          for c in _REGISTERS),
-    )  # fmt: skip
+        *(
+            pl.col(c) if c in r.symbols.columns else pl.lit(None, pl.Int64).alias(c)
+            for c in _REGISTERS
+        ),
+    )
     df = df.join(sym, on="kernel_id", how="left", maintain_order="left")
     regions = r.strings.filter(pl.col("string") != "")  # an empty region name is none
     args = json_args(
@@ -116,15 +142,23 @@ def _host_part(
 ) -> Part:
     """One kind of host rows: ``category`` (and ``ext_corr``) in args, roctx messages as
     names for ranges and marks, the internal correlation id as ``corr``."""
-    args = json_args(sel, Field("category", "category_id", STR, True, r.strings),
-                     Field("ext_corr", nonzero("correlation_id")))  # fmt: skip
+    args = json_args(
+        sel,
+        Field("category", "category_id", STR, True, r.strings),
+        Field("ext_corr", nonzero("correlation_id")),
+    )
     name = r.names(sel, messages=kind != API)
     r.count_unnamed(name, what)
     if dur is None:
         dur = np.zeros(sel.height, dtype=np.int64)
-    columns = {"device": -1, "rank": 0, "pid": r.map_ids(sel["pid"], r.pid_of),
-               "tid": r.map_ids(sel["tid"], r.tid_of), "corr": correlation(sel),
-               "args": args}  # fmt: skip
+    columns = {
+        "device": -1,
+        "rank": 0,
+        "pid": r.map_ids(sel["pid"], r.pid_of),
+        "tid": r.map_ids(sel["tid"], r.tid_of),
+        "corr": correlation(sel),
+        "args": args,
+    }
     return Part(_KIND_NAMES[kind], sel[ts].to_arrow(), dur, name, None, columns)
 
 
@@ -138,9 +172,11 @@ def regions(r: SetReader) -> list[Part]:
     codes = _kind_codes(r, df, pl.col("start") == pl.col("end"), "region")
     parts = []
     for kind, sel in _split(df, codes.replace(OTHER, RANGE)):
-        dur = None if kind == MARKER else durations(
-            sel["start"], sel["end"], f"{_KIND_NAMES[kind]} region", r.warnings
-        )  # fmt: skip
+        dur = (
+            None
+            if kind == MARKER
+            else durations(sel["start"], sel["end"], f"{_KIND_NAMES[kind]} region", r.warnings)
+        )
         parts.append(_host_part(r, kind, sel, "start", "region", dur))
     return parts
 
@@ -152,8 +188,9 @@ def samples(r: SetReader) -> list[Part]:
     tracks = r.frame(*TRACKS)
     if df is None or not df.height or tracks is None:
         return []
-    df = df.join(tracks.rename({"id": "track_id"}), on="track_id", how="left",
-                 maintain_order="left").filter(pl.col("timestamp").is_not_null())  # fmt: skip
+    df = df.join(
+        tracks.rename({"id": "track_id"}), on="track_id", how="left", maintain_order="left"
+    ).filter(pl.col("timestamp").is_not_null())
     known = pl.col("category_id").is_in(r.strings["id"].implode())
     df = df.with_columns(category_id=pl.when(known).then("category_id").otherwise("name_id"))
     codes = _kind_codes(r, df, pl.lit(True), "rocpd sample")
@@ -197,8 +234,12 @@ def copies(r: SetReader) -> list[Part]:
     name = r.pool.from_ids((df["name_id"] + r.key).to_arrow())
     r.count_unnamed(name, "memory copy")
     columns = {
-        "device": df["device"].to_arrow(), "stream": df["queue_id"].to_arrow(), "rank": 0,
-        "pid": r.map_ids(df["pid"], r.pid_of), "corr": correlation(df), "args": args,
-    }  # fmt: skip
+        "device": df["device"].to_arrow(),
+        "stream": df["queue_id"].to_arrow(),
+        "rank": 0,
+        "pid": r.map_ids(df["pid"], r.pid_of),
+        "corr": correlation(df),
+        "args": args,
+    }
     dur = durations(df["start"], df["end"], "memory copy", r.warnings)
     return [Part("memcpy", df["start"].to_arrow(), dur, name, "copy", columns)]

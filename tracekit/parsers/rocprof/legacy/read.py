@@ -1,4 +1,5 @@
-"""Legacy rocprof (v1, ROCm <= 6; its ``--tool-version 2`` / rocprofv2 kernel CSV) outputs.
+"""Legacy rocprof (v1, ROCm <= 6; its ``--tool-version 2`` / rocprofv2 kernel CSV) outputs:
+how each is recognised and read.
 
 ``rocprof --hip-trace --stats`` writes, next to each other: ``results.db`` (SQLite tables
 HIP, HSA, OPS, COPY, KERN, rocTX with quoted names like "dev-id"), ``results.json`` (the same
@@ -8,7 +9,7 @@ and :data:`ROCPROF_V1_DIR` for a folder: it reads ``results.db`` when present, e
 ``results.json``, else ``results.csv`` (the database is the most complete: exact ns and the
 API link as a number; the JSON links calls to device rows only through its flow events; the
 CSV has kernels only), or the same files under another ``-o`` name. The ``*stats.csv`` files
-beside the file read become ``meta["summaries"]`` (:mod:`.stats`).
+beside the file read become ``meta["summaries"]`` (:mod:`tracekit.parsers.rocprof.stats`).
 
 Devices: OPS/COPY ``dev-id`` is the HSA node id; it is mapped to the GPU index (the order
 of GPU agents in rocminfo) through ``results.sysinfo.txt`` or the JSON's ``otherData``.
@@ -23,34 +24,34 @@ from pathlib import Path
 from typing import Any
 
 from tracekit.errors import TraceError
-from tracekit.load import Probe
-from tracekit.parsers import Parser, Progress
-from tracekit.parsers.rocprof import legacy_csv as csv_reader
-from tracekit.parsers.rocprof import legacy_db as db_reader
-from tracekit.parsers.rocprof import legacy_json as json_reader
-from tracekit.parsers.rocprof.legacy_rows import (
+from tracekit.parsers.base import Progress
+from tracekit.parsers.probe import Probe
+from tracekit.parsers.rocprof.legacy import db, json_trace, kernel_csv
+from tracekit.parsers.rocprof.legacy.agents import (
     Agent,
     agents_from_other_data,
     agents_from_rocminfo,
-    build,
     devices,
 )
+from tracekit.parsers.rocprof.legacy.rows import build
+from tracekit.parsers.rocprof.meta import skeleton
+from tracekit.parsers.rocprof.sqlite_tables import is_results_db
 from tracekit.parsers.rocprof.stats import legacy_summaries
-from tracekit.timeline import Timeline, empty_meta
+from tracekit.timeline import Timeline
 
 _KINDS = ((".db", "rocprof-v1-db"), (".json", "rocprof-v1-json"), (".csv", "rocprof-v1-csv"))
 
 
 def sniff_db(probe: Probe) -> bool:
-    return probe.is_sqlite and db_reader.sniff_tables(probe.tables)
+    return probe.is_sqlite and is_results_db(probe.tables)
 
 
 def sniff_json(probe: Probe) -> bool:
-    return json_reader.sniff_head(probe.head)
+    return json_trace.sniff_head(probe.head)
 
 
 def sniff_csv(probe: Probe) -> bool:
-    return probe.path.is_file() and csv_reader.sniff_head(probe.head)
+    return probe.path.is_file() and kernel_csv.sniff_head(probe.head)
 
 
 def sniff_dir(probe: Probe) -> bool:
@@ -60,21 +61,21 @@ def sniff_dir(probe: Probe) -> bool:
 def parse_db(path: Path, progress: Progress | None = None) -> Timeline:
     """Read a legacy rocprof ``results.db``."""
     _note(progress, "rocprof tables")
-    frames = db_reader.read(path)
+    frames = db.read(path)
     return _finish(frames, path, "rocprof-v1-db", {})
 
 
 def parse_json(path: Path, progress: Progress | None = None) -> Timeline:
     """Read a legacy rocprof ``results.json``."""
     _note(progress, "rocprof JSON")
-    frames, other = json_reader.read(path)
+    frames, other = json_trace.read(path)
     return _finish(frames, path, "rocprof-v1-json", other)
 
 
 def parse_csv(path: Path, progress: Progress | None = None) -> Timeline:
     """Read a legacy rocprof ``results.csv`` (kernels only)."""
     _note(progress, "rocprof CSV")
-    return _finish(csv_reader.read(path), path, "rocprof-v1-csv", {})
+    return _finish(kernel_csv.read(path), path, "rocprof-v1-csv", {})
 
 
 def parse_dir(path: Path, progress: Progress | None = None) -> Timeline:
@@ -101,10 +102,14 @@ def _choose(folder: Path) -> tuple[Path, list[str]] | None:
         return None
     stems = sorted(
         {n.rsplit(".", 1)[0] for n in names for ext, _ in _KINDS if n.endswith(ext)}
-        & ({"results"} | {n[: -len(".sysinfo.txt")] for n in names if n.endswith(".sysinfo.txt")}
-           | {n[: -len(".hip_stats.csv")] for n in names if n.endswith(".hip_stats.csv")}
-           | {n[: -len(".stats.csv")] for n in names if n.endswith(".stats.csv")})
-    , key=lambda s: (s != "results", s))  # fmt: skip
+        & (
+            {"results"}
+            | {n[: -len(".sysinfo.txt")] for n in names if n.endswith(".sysinfo.txt")}
+            | {n[: -len(".hip_stats.csv")] for n in names if n.endswith(".hip_stats.csv")}
+            | {n[: -len(".stats.csv")] for n in names if n.endswith(".stats.csv")}
+        ),
+        key=lambda s: (s != "results", s),
+    )
     for stem in stems:
         for ext, _ in _KINDS:
             file = folder / f"{stem}{ext}"
@@ -119,11 +124,8 @@ def _sniffs(file: Path, ext: str) -> bool:
 
 
 def _finish(frames: Any, path: Path, fmt: str, other: dict[str, Any]) -> Timeline:
-    meta = empty_meta()
-    meta.update(format=fmt, source=path.name)
     agents, runtime = _agents(path, other)
-    meta["producer"] = {"name": "rocprof (ROCm profiler v1)", "version": None,
-                        "hsa_runtime": runtime}  # fmt: skip
+    meta = skeleton(fmt, path.name, "rocprof (ROCm profiler v1)", hsa_runtime=runtime)
     meta["devices"], node_to_gpu = devices(agents)
     if summaries := legacy_summaries(path):
         meta["summaries"] = summaries
@@ -140,9 +142,8 @@ def _agents(path: Path, other: dict[str, Any]) -> tuple[list[Agent], str | None]
             text = ""
         agents = agents_from_rocminfo(text)
         if agents:
-            runtime = next((line.split(":", 1)[1].strip() for line in text.splitlines()
-                            if line.startswith("Runtime Version:")), None)  # fmt: skip
-            return agents, runtime
+            found = [ln for ln in text.splitlines() if ln.startswith("Runtime Version:")]
+            return agents, found[0].split(":", 1)[1].strip() if found else None
     runtime = other.get("HSASystemAttributes.RuntimeVersion")
     return agents_from_other_data(other), None if runtime is None else str(runtime)
 
@@ -150,14 +151,3 @@ def _agents(path: Path, other: dict[str, Any]) -> tuple[list[Agent], str | None]
 def _note(progress: Progress | None, message: str) -> None:
     if progress:
         progress(message)
-
-
-ROCPROF_V1_DB = Parser("rocprof-v1-db", "legacy rocprof results.db (HIP/HSA/OPS/COPY/KERN)",
-                       sniff_db, parse_db)  # fmt: skip
-ROCPROF_V1_JSON = Parser("rocprof-v1-json", "legacy rocprof results.json (Chrome trace)",
-                         sniff_json, parse_json)  # fmt: skip
-ROCPROF_V1_CSV = Parser("rocprof-v1-csv", "legacy rocprof results.csv / rocprofv2 kernel CSV",
-                        sniff_csv, parse_csv)  # fmt: skip
-ROCPROF_V1_DIR = Parser("rocprof-v1", "folder of legacy rocprof results.* files",
-                        sniff_dir, parse_dir)  # fmt: skip
-PARSERS = (ROCPROF_V1_DIR, ROCPROF_V1_DB, ROCPROF_V1_JSON, ROCPROF_V1_CSV)

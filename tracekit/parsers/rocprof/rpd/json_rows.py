@@ -1,8 +1,8 @@
-"""Timeline rows of an ``rpd2tracing.py`` JSON (events as text columns, see :mod:`.rpd_json`).
+"""Timeline rows of an ``rpd2tracing.py`` JSON (events as text columns, see :mod:`.json_trace`).
 
 * GPU processes are the pids named ``GPU<n>`` by ``process_name`` metadata, or that ``api_op``
   flows end on. Their X events are ops (kind from the op type in ``args.desc``, as
-  :func:`~.rpd_rows.op_kind` reads it; device = pid = gpuId, stream = tid = queueId), except
+  :func:`~.rows.op_kind` reads it; device = pid = gpuId, stream = tid = queueId), except
   the synthetic spans rpd2tracing adds there: ``Graph <exec>`` (``args.kernels``) and roctx
   "GPU frames" (``desc`` ``UserMarker frame: …``), which are device ``range`` rows.
 * Host X events are roctx ranges when the name repeats a non-empty ``desc`` (rpd2tracing
@@ -18,27 +18,29 @@ from __future__ import annotations
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 
 from tracekit.parsers.assemble import Part
-from tracekit.parsers.names import NamePool
+from tracekit.parsers.convert import to_ns
+from tracekit.parsers.name_pool import NamePool
 from tracekit.parsers.rocprof.args import INT, STR, Field, json_args
-from tracekit.parsers.rocprof.common import durations
-from tracekit.parsers.rocprof.rpd_rows import API_NAME, host_kind_parts, op_kind
+from tracekit.parsers.rocprof.rpd.rows import API_NAME, host_kind_parts, op_kind
+from tracekit.parsers.rocprof.table import durations
 
 FLOW_LEAD_NS = 2_000  # rpd2tracing starts a flow 2 µs before the end of its call
-_NUMBER = r"^\s*(\d+)(?:\.(\d*))?\s*$"
 _ENGINE = {"kernel": "sm", "memcpy": "copy", "memset": None, "sync": None}
 
 
 def us_text_to_ns(column: str) -> pl.Expr:
     """µs written as text (``"8306017670485.923"``, ``"154889"``) -> int64 ns, rounded to
-    the ns, without passing through a float; other numeric text through a float."""
-    groups = pl.col(column).str.extract_groups(_NUMBER)
-    whole = groups.struct.field("1").cast(pl.Int64, strict=False)
-    digits = groups.struct.field("2").fill_null("").str.slice(0, 4).str.pad_end(4, "0")
-    exact = whole * 1000 + (digits.cast(pl.Int64) + 5) // 10
-    rough = (pl.col(column).cast(pl.Float64, strict=False) * 1000).round(0).cast(pl.Int64)
-    return pl.when(whole.is_not_null()).then(exact).otherwise(rough)
+    the ns without passing through a float, by :func:`tracekit.parsers.convert.to_ns`'s
+    rules; null where the text is no number."""
+    return pl.col(column).map_batches(_us_to_ns, return_dtype=pl.Int64)
+
+
+def _us_to_ns(text: pl.Series) -> pl.Series:
+    ns, valid = to_ns(text.to_list())
+    return pl.Series(pa.array(ns, pa.int64(), mask=~valid))
 
 
 def _gpu_pids(frame: pl.DataFrame) -> list[int]:

@@ -22,18 +22,47 @@ from pathlib import Path
 import polars as pl
 
 from tracekit.errors import TraceError
-from tracekit.parsers.rocprof.files import read_header
-from tracekit.parsers.rocprof.legacy_rows import Frames
+from tracekit.parsers.rocprof.csv_header import read_header
+from tracekit.parsers.rocprof.legacy.rows import Frames
 
-_V1 = {"Index": "dispatch", "KernelName": "name", "gpu-id": "gpu", "queue-id": "queue",
-       "pid": "pid", "tid": "tid", "grd": "grid", "wgr": "workgroup", "lds": "lds",
-       "scr": "scratch", "vgpr": "vgpr", "arch_vgpr": "vgpr", "accum_vgpr": "accum_vgpr",
-       "sgpr": "sgpr", "wave_size": "wave_size", "BeginNs": "begin", "EndNs": "end"}  # fmt: skip
-_V2 = {"Dispatch_ID": "dispatch", "Kernel_Name": "name", "GPU_ID": "gpu", "Queue_ID": "queue",
-       "PID": "pid", "TID": "tid", "Grid_Size": "grid", "Workgroup_Size": "workgroup",
-       "LDS_Per_Workgroup": "lds", "Scratch_Per_Workitem": "scratch", "Arch_VGPR": "vgpr",
-       "Accum_VGPR": "accum_vgpr", "SGPR": "sgpr", "Wave_Size": "wave_size",
-       "Start_Timestamp": "begin", "End_Timestamp": "end", "Correlation_ID": "corr"}  # fmt: skip
+_V1 = {
+    "Index": "dispatch",
+    "KernelName": "name",
+    "gpu-id": "gpu",
+    "queue-id": "queue",
+    "pid": "pid",
+    "tid": "tid",
+    "grd": "grid",
+    "wgr": "workgroup",
+    "lds": "lds",
+    "scr": "scratch",
+    "vgpr": "vgpr",
+    "arch_vgpr": "vgpr",
+    "accum_vgpr": "accum_vgpr",
+    "sgpr": "sgpr",
+    "wave_size": "wave_size",
+    "BeginNs": "begin",
+    "EndNs": "end",
+}
+_V2 = {
+    "Dispatch_ID": "dispatch",
+    "Kernel_Name": "name",
+    "GPU_ID": "gpu",
+    "Queue_ID": "queue",
+    "PID": "pid",
+    "TID": "tid",
+    "Grid_Size": "grid",
+    "Workgroup_Size": "workgroup",
+    "LDS_Per_Workgroup": "lds",
+    "Scratch_Per_Workitem": "scratch",
+    "Arch_VGPR": "vgpr",
+    "Accum_VGPR": "accum_vgpr",
+    "SGPR": "sgpr",
+    "Wave_Size": "wave_size",
+    "Start_Timestamp": "begin",
+    "End_Timestamp": "end",
+    "Correlation_ID": "corr",
+}
 
 
 V1_KEYS, V2_KEYS = {"KernelName", "gpu-id"}, {"Kernel_Name", "GPU_ID", "Dispatch_ID"}
@@ -58,16 +87,18 @@ def read(path: Path) -> Frames:
     """Read a v1 ``results.csv`` or rocprofv2 kernel CSV into :class:`Frames`."""
     mapping = _V2 if header_kind(read_header(path)) == "v2" else _V1
     try:
-        df = pl.read_csv(path, infer_schema=False, truncate_ragged_lines=True,
-                         encoding="utf8-lossy")  # fmt: skip
+        df = pl.read_csv(
+            path, infer_schema=False, truncate_ragged_lines=True, encoding="utf8-lossy"
+        )
     except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TraceError(f"{path}: cannot read as rocprof CSV ({first}); check the file") from exc
     df = df.select([c for c in df.columns if c.strip() and not c.startswith("_duplicated")])
     df = df.rename({c: c.strip().strip('"').lstrip("\ufeff") for c in df.columns})
     name_col = "Kernel_Name" if mapping is _V2 else "KernelName"
-    begin_col, end_col = ("Start_Timestamp", "End_Timestamp") if mapping is _V2 else (
-        "BeginNs", "EndNs")  # fmt: skip
+    begin_col, end_col = (
+        ("Start_Timestamp", "End_Timestamp") if mapping is _V2 else ("BeginNs", "EndNs")
+    )
     if name_col not in df.columns:
         raise TraceError(f"{path}: rocprof CSV without a {name_col} column; not a kernel table")
     if begin_col not in df.columns or end_col not in df.columns:
@@ -81,10 +112,12 @@ def read(path: Path) -> Frames:
             present.append(column)
             targets.add(target)
     out = df.select(
-        pl.col(c).str.strip_chars().cast(pl.String if mapping[c] == "name" else pl.Int64,
-                                         strict=False).alias(mapping[c])
+        pl.col(c)
+        .str.strip_chars()
+        .cast(pl.String if mapping[c] == "name" else pl.Int64, strict=False)
+        .alias(mapping[c])
         for c in present
-    )  # fmt: skip
+    )
     frames = Frames()
     out = out.filter(pl.col("name").is_not_null() | pl.col("begin").is_not_null())
     bad = out.filter(pl.col("begin").is_null() | pl.col("end").is_null())

@@ -1,4 +1,4 @@
-"""Timeline rows of a rocmProfileData file (:class:`~.rpd_read.RpdTables` -> parts).
+"""Timeline rows of a rocmProfileData file (:class:`~.tables.RpdTables` -> parts).
 
 * ``rocpd_op`` -> device rows: ``KernelExecution`` and ``Task`` (graph nodes) are kernels,
   ``Copy*``/``Memcpy`` copies, ``FillBuffer``/``Memset`` memsets, barriers/markers syncs; the
@@ -23,11 +23,12 @@ import numpy as np
 import polars as pl
 
 from tracekit.parsers.assemble import Part
-from tracekit.parsers.names import NamePool
+from tracekit.parsers.name_pool import NamePool
 from tracekit.parsers.rocprof.args import INT, STR, Field, json_args
-from tracekit.parsers.rocprof.common import durations
-from tracekit.parsers.rocprof.rpd_read import RpdTables
+from tracekit.parsers.rocprof.rpd.tables import RpdTables
+from tracekit.parsers.rocprof.table import durations
 
+CLOCK = "CLOCK_MONOTONIC"  # the tracer's clock, in the .rpd and in rpd2tracing's JSON
 USER_MARKER = "UserMarker"
 KERNEL_TYPES = ("KernelExecution", "Task", "KernelDispatch")
 COPY_KINDS = {0: "HtoH", 1: "HtoD", 2: "DtoH", 3: "DtoD", 4: "Default"}  # hipMemcpyKind

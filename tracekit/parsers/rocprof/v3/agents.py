@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from typing import Any
 import polars as pl
 
 from tracekit.errors import TraceError
+from tracekit.parsers.convert import as_int
+from tracekit.parsers.rocprof.meta import device
 
 _LABEL = re.compile(r"^\s*(?:(Agent|GPU|CPU|UNK)\s+)?(-?\d+)\s*$")
 
@@ -42,8 +45,10 @@ class AgentTable:
 
     def __init__(self, agents: list[Agent]) -> None:
         self.agents = agents
-        gpus = sorted((a for a in agents if a.type == "GPU"),
-                      key=lambda a: (a.node_id is None, a.node_id or 0))  # fmt: skip
+        gpus = sorted(
+            (a for a in agents if a.type == "GPU"),
+            key=lambda a: (a.node_id is None, a.node_id or 0),
+        )
         taken = {a.gpu_index for a in gpus if a.gpu_index is not None and a.gpu_index >= 0}
         if len(taken) != len(gpus):  # no (or partial) gpu_index: number GPUs by node id
             for index, agent in enumerate(gpus):
@@ -97,16 +102,14 @@ class AgentTable:
         mapping = {u: self.device_of(u) for u in uniques}
         return labels.replace_strict(mapping, default=None, return_dtype=pl.Int32)
 
-    def devices(self, used: set[int]) -> list[dict[str, Any]]:
+    def devices(self, used: Iterable[int]) -> list[dict[str, Any]]:
         """Timeline metadata: every known GPU, or the device numbers rows use when none is."""
         if not self.gpus:
-            return [{"index": i, "name": None, "vendor": "AMD", "cores": None, "memory": None}
-                    for i in sorted(used)]  # fmt: skip
+            return [device(i) for i in sorted(used)]
         return [
-            {"index": a.gpu_index, "name": a.name or a.arch, "vendor": "AMD", "cores": a.cores,
-             "memory": a.memory, "arch": a.arch, "node_id": a.node_id}
+            device(a.gpu_index, a.name or a.arch, a.cores, a.memory, arch=a.arch, node_id=a.node_id)
             for a in sorted(self.gpus, key=lambda a: a.gpu_index or 0)
-        ]  # fmt: skip
+        ]
 
     def warnings(self) -> list[str]:
         out = []
@@ -126,10 +129,8 @@ class AgentTable:
 
 
 def _int(value: Any) -> int | None:
-    try:
-        return int(str(value).strip().strip('"'))
-    except (TypeError, ValueError):
-        return None
+    """An agent-info number (the csv module gives text, quoted by some writers)."""
+    return as_int(None if value is None else str(value).strip().strip('"'))
 
 
 def _text(value: Any) -> str | None:
@@ -149,10 +150,17 @@ def read_agent_info(path: Path) -> AgentTable:
         kind = (_text(row.get("Agent_Type")) or "UNK").upper()
         kind = {"1": "CPU", "2": "GPU"}.get(kind, kind)
         memory = _int(row.get("Local_Mem_Size"))
-        agents.append(Agent(
-            node_id=_int(row.get("Node_Id")), logical_node_id=_int(row.get("Logical_Node_Id")),
-            type=kind, name=_text(row.get("Product_Name")), arch=_text(row.get("Name")),
-            cores=_int(row.get("Cu_Count")) if kind == "GPU" else _int(row.get("Cpu_Cores_Count")),
-            memory=memory or None,
-        ))  # fmt: skip
+        agents.append(
+            Agent(
+                node_id=_int(row.get("Node_Id")),
+                logical_node_id=_int(row.get("Logical_Node_Id")),
+                type=kind,
+                name=_text(row.get("Product_Name")),
+                arch=_text(row.get("Name")),
+                cores=_int(row.get("Cu_Count"))
+                if kind == "GPU"
+                else _int(row.get("Cpu_Cores_Count")),
+                memory=memory or None,
+            )
+        )
     return AgentTable(agents)

@@ -7,7 +7,7 @@ This reader reads every uuid set's own tables directly — the plain ``rocpd_*``
 ``SELECT *`` over them, so the rows are the same, and a merged file with several sets is
 read whole — and falls back to the plain views when a file has no suffixed tables.
 
-Rows (:mod:`.rocpd_rows`): kernel dispatches (names from the kernel symbols, agent -> GPU
+Rows (:mod:`.rows`): kernel dispatches (names from the kernel symbols, agent -> GPU
 index, queue -> stream, grid/workgroup/LDS/scratch/VGPR/SGPR in args), regions (HIP/HSA/
 RCCL/… API calls as ``api``, roctx markers as ``range``, or ``marker`` when start == end)
 and memory copies. ``corr`` is the internal correlation id (``rocpd_event.stack_id``),
@@ -25,38 +25,45 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from tracekit.errors import TraceError
-from tracekit.load import Probe
-from tracekit.parsers import Parser, Progress
-from tracekit.parsers._sqlite import SqliteSource
-from tracekit.parsers.assemble import Part, assemble
-from tracekit.parsers.names import NamePool
-from tracekit.parsers.rocprof import rocpd_rows
-from tracekit.parsers.rocprof.common import base_meta, rebase
-from tracekit.parsers.rocprof.rocpd_tables import SetReader, TableSet
-from tracekit.parsers.rocprof.rpd import is_rpd
+from tracekit.parsers.assemble import Part
+from tracekit.parsers.base import Progress
+from tracekit.parsers.name_pool import NamePool
+from tracekit.parsers.probe import Probe
+from tracekit.parsers.rocprof import sdk
+from tracekit.parsers.rocprof.meta import skeleton
+from tracekit.parsers.rocprof.rocpd import rows
+from tracekit.parsers.rocprof.rocpd.tables import SetReader, TableSet
+from tracekit.parsers.rocprof.sqlite_tables import ROCPD_META, ROCPD_STRING, is_rocpd
+from tracekit.parsers.rocprof.table import events_table
+from tracekit.parsers.sqlite import SqliteSource
 from tracekit.timeline import Timeline
 
 SUPPORTED_SCHEMA = "3"
-_STRING, _META = "rocpd_string", "rocpd_metadata"
 
 
 def sniff(probe: Probe) -> bool:
     """A SQLite file with rocpd string or metadata tables (any schema version), but not a
-    rocmProfileData ``.rpd`` file (``rocpd_api`` and ``rocpd_op`` tables: :mod:`.rpd`)."""
-    tables = probe.tables
-    return not is_rpd(tables) and any(t.startswith((_STRING, _META)) for t in tables)
+    rocmProfileData ``.rpd`` file (``rocpd_api`` and ``rocpd_op`` tables)."""
+    return is_rocpd(probe.tables)
 
 
 def table_sets(con: sqlite3.Connection) -> list[TableSet]:
     """One :class:`TableSet` per uuid suffix; the plain views when there is no suffixed set."""
-    rows = con.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')")
-    objects = dict(rows.fetchall())
+    found = con.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')")
+    objects = dict(found.fetchall())
     suffixes = sorted(
-        {n[len(base) :] for n, t in objects.items() if t == "table"
-         for base in (_STRING, _META) if n.startswith(base)}
-    )  # fmt: skip
-    if not suffixes and (_STRING in objects or _META in objects):
+        {
+            n[len(base) :]
+            for n, t in objects.items()
+            if t == "table"
+            for base in (ROCPD_STRING, ROCPD_META)
+            if n.startswith(base)
+        }
+    )
+    if not suffixes and (ROCPD_STRING in objects or ROCPD_META in objects):
         suffixes = [""]
     return [TableSet(s, objects) for s in suffixes]
 
@@ -72,19 +79,22 @@ def parse(path: Path, progress: Progress | None = None) -> Timeline:
             raise TraceError(
                 f"{path}: SQLite file has no rocpd tables; pass a rocprofv3 rocpd file"
             )
-        meta = base_meta("rocpd", path.name, {"schema_version": None})
+        meta = skeleton("rocpd", path.name, sdk.PRODUCER, schema_version=None)
         versions = [_schema_version(db, s, path, meta["warnings"]) for s in sets]
         meta["producer"]["schema_version"] = next((v for v in versions if v), None)
         readers = [SetReader(db, s, k, meta["warnings"]) for k, s in enumerate(sets)]
         for reader in readers:
-            reader.prefetch(background, rocpd_rows.READS)
+            reader.prefetch(background, rows.READS)
         pool = NamePool(*_pool_ids(readers))
         parts: list[Part] = []
         for reader in readers:
             reader.pool = pool
-            for label, read in (("kernels", rocpd_rows.kernels), ("regions", rocpd_rows.regions),
-                                ("instants", rocpd_rows.samples),
-                                ("memory copies", rocpd_rows.copies)):  # fmt: skip
+            for label, read in (
+                ("kernels", rows.kernels),
+                ("regions", rows.regions),
+                ("instants", rows.samples),
+                ("memory copies", rows.copies),
+            ):
                 note(label)
                 parts.extend(read(reader))
             reader.note_unread()
@@ -96,7 +106,7 @@ def parse(path: Path, progress: Progress | None = None) -> Timeline:
         meta["devices"] = [d for r in readers for d in r.devices]
         meta["processes"] = [p for r in readers for p in r.processes]
         note("assembling")
-        table = rebase(assemble(parts, pool), meta)
+        table = events_table(parts, pool, meta, sdk.CLOCK)
         meta["warnings"].extend(w for w in db.warnings if w not in meta["warnings"])
         return Timeline(table, meta)
     finally:
@@ -106,7 +116,7 @@ def parse(path: Path, progress: Progress | None = None) -> Timeline:
 
 def _schema_version(db: SqliteSource, tset: TableSet, path: Path, warnings: list[str]) -> str:
     """The set's ``schema_version``; another version than 3 is refused in one line."""
-    table = tset.get(_META)
+    table = tset.get(ROCPD_META)
     row = None
     if table:
         row = db.con.execute(
@@ -127,8 +137,6 @@ def _schema_version(db: SqliteSource, tset: TableSet, path: Path, warnings: list
 
 def _pool_ids(readers: list[SetReader]) -> tuple[Any, Any]:
     """The string tables and kernel-symbol names of every set, under set-unique ids."""
-    import pyarrow as pa
-
     ids, values = [], []
     for reader in readers:
         i, v = reader.named_ids()
@@ -137,6 +145,3 @@ def _pool_ids(readers: list[SetReader]) -> tuple[Any, Any]:
     if not ids:
         return pa.array([], pa.int64()), pa.array([], pa.string())
     return pa.concat_arrays(ids), pa.concat_arrays(values)
-
-
-ROCPD = Parser("rocpd", "rocprofv3 rocpd SQLite database (schema 3)", sniff, parse)

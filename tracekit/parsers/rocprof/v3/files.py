@@ -12,27 +12,37 @@ others are named in a warning; pass one of their files to load that run instead.
 
 from __future__ import annotations
 
-import csv
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tracekit.errors import TraceError
+from tracekit.parsers.rocprof.csv_header import read_header
 
 # role -> columns that must be present to read it
 REQUIRED: dict[str, tuple[str, ...]] = {
     "kernel": ("Agent_Id", "Queue_Id", "Kernel_Name", "Start_Timestamp", "End_Timestamp"),
     "api": ("Domain", "Function", "Start_Timestamp", "End_Timestamp"),
-    "memcpy": ("Direction", "Source_Agent_Id", "Destination_Agent_Id", "Start_Timestamp",
-               "End_Timestamp"),
+    "memcpy": (
+        "Direction",
+        "Source_Agent_Id",
+        "Destination_Agent_Id",
+        "Start_Timestamp",
+        "End_Timestamp",
+    ),
     "alloc": ("Operation", "Start_Timestamp", "End_Timestamp"),
     "scratch": ("Operation", "Start_Timestamp", "End_Timestamp"),
     "agent_info": ("Node_Id", "Agent_Type"),
-}  # fmt: skip
+}
 TRACE_ROLES = ("kernel", "api", "memcpy", "alloc", "scratch")
-LABELS = {"kernel": "kernel trace", "api": "API trace", "memcpy": "memory copy trace",
-          "alloc": "memory allocation trace", "scratch": "scratch memory trace",
-          "agent_info": "agent info"}  # fmt: skip
+LABELS = {
+    "kernel": "kernel trace",
+    "api": "API trace",
+    "memcpy": "memory copy trace",
+    "alloc": "memory allocation trace",
+    "scratch": "scratch memory trace",
+    "agent_info": "agent info",
+}
 
 # file-name stems rocprofv3 writes (and the names its documentation uses) -> expected role
 _STEMS = {
@@ -42,15 +52,32 @@ _STEMS = {
     "memory_allocation": "alloc",
     "scratch_memory_trace": "scratch",
     "agent_info": "agent_info",
-    **{s: "api" for s in (
-        "hip_api_trace", "hsa_api_trace", "marker_api_trace", "rccl_api_trace",
-        "rocdecode_api_trace", "rocjpeg_api_trace", "hip_trace", "hip_runtime_trace",
-        "hip_compile_trace", "hip_compiler_trace", "hsa_trace", "hsa_core_api_trace",
-        "hsa_amd_ext_api_trace", "marker_trace", "rccl_trace", "ompt_trace",
-    )},
-    **{s: "other" for s in ("counter_collection", "pc_sampling_host_trap",
-                            "pc_sampling_stochastic")},
-}  # fmt: skip
+    **{
+        s: "api"
+        for s in (
+            "hip_api_trace",
+            "hsa_api_trace",
+            "marker_api_trace",
+            "rccl_api_trace",
+            "rocdecode_api_trace",
+            "rocjpeg_api_trace",
+            "hip_trace",
+            "hip_runtime_trace",
+            "hip_compile_trace",
+            "hip_compiler_trace",
+            "hsa_trace",
+            "hsa_core_api_trace",
+            "hsa_amd_ext_api_trace",
+            "marker_trace",
+            "rccl_trace",
+            "ompt_trace",
+        )
+    },
+    **{
+        s: "other"
+        for s in ("counter_collection", "pc_sampling_host_trap", "pc_sampling_stochastic")
+    },
+}
 _STEM_RE = re.compile(
     r"^(?:(?P<prefix>.*?)_)?(?P<stem>"
     + "|".join(sorted(map(re.escape, _STEMS), key=len, reverse=True))
@@ -64,22 +91,6 @@ def split_name(name: str) -> tuple[str, str] | None:
     if not match:
         return None
     return match.group("prefix") or "", match.group("stem")
-
-
-def read_header(path: Path, head: bytes | None = None) -> list[str]:
-    """Column names of a CSV's first line (either quoting style); empty when unreadable."""
-    if head is None:
-        try:
-            with path.open("rb") as fh:
-                head = fh.read(4096)
-        except OSError:
-            return []
-    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
-    line = text.splitlines()[0] if text.strip() else ""
-    try:
-        return [c.strip() for c in next(csv.reader([line]))] if line else []
-    except (csv.Error, StopIteration):
-        return []
 
 
 def role_of_header(columns: list[str]) -> str | None:
@@ -163,8 +174,11 @@ def _rank(members: list[tuple[Path, str]]) -> tuple[int, int]:
 def discover(path: Path) -> CsvSet:
     """The CSV set a path names: a folder (one prefix chosen) or one file and its siblings."""
     if path.is_dir():
-        groups = {k: v for k, v in _groups(path).items()
-                  if any(_STEMS[s] in (*TRACE_ROLES, "agent_info") for _, s in v)}  # fmt: skip
+        groups = {
+            k: v
+            for k, v in _groups(path).items()
+            if any(_STEMS[s] in (*TRACE_ROLES, "agent_info") for _, s in v)
+        }
         if not groups:
             raise TraceError(f"{path}: folder holds no rocprofv3 CSV files (*_kernel_trace.csv …)")
         order = sorted(groups, key=lambda k: (-_rank(groups[k])[0], -_rank(groups[k])[1], k))

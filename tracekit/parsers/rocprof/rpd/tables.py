@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from tracekit.errors import TraceError
-from tracekit.parsers._sqlite import SqliteSource
+from tracekit.parsers.sqlite import SqliteSource
 
 REQUIRED = ("rocpd_string", "rocpd_api", "rocpd_op")
 _KERNEL_ARGS = (
