@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli, sha256
-from tracekit.parsers._sqlite import open_readonly
+from tracekit.parsers.sqlite import open_readonly
 
 DEMO = Path(__file__).resolve().parents[1] / "tracekit" / "data" / "demo.sqlite"
 

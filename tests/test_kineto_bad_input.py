@@ -16,8 +16,16 @@ BASE = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200"
 
 
 def _kernel(ts: object, dur: object, name: str = "gemm", corr: int = 1) -> dict:
-    return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
-            "args": {"device": 0, "stream": 7, "correlation": corr}}  # fmt: skip
+    return {
+        "ph": "X",
+        "cat": "kernel",
+        "name": name,
+        "pid": 0,
+        "tid": 7,
+        "ts": ts,
+        "dur": dur,
+        "args": {"device": 0, "stream": 7, "correlation": corr},
+    }
 
 
 def _write(path: Path, events: list[dict], **top: object) -> Path:
@@ -118,13 +126,22 @@ def test_missing_and_unknown_categories_typed_and_lenient(tmp_path: Path) -> Non
 
     mark = {"ph": "i", "name": "mark", "pid": 1, "tid": 1, "ts": 50, "s": "t"}
     flow = {"ph": "f", "cat": "ac2g", "id": 1, "pid": 0, "tid": 7, "ts": 0, "bp": "e"}
-    events = [_kernel(0, 5), host(1, None), host(2, "zeta"), host(3, "alpha"), host(4, "zeta"),
-              mark, flow]  # fmt: skip
+    events = [
+        _kernel(0, 5),
+        host(1, None),
+        host(2, "zeta"),
+        host(3, "alpha"),
+        host(4, "zeta"),
+        mark,
+        flow,
+    ]
     typed = tracekit.load(_write(tmp_path / "typed.json", events))
     lenient_events = [*events, host(5, 7)]  # a number as category: only the lenient decoder
     lenient = tracekit.load(_write(tmp_path / "lenient.json", lenient_events))
-    cases = [(typed, 4, "zeta (2), <none> (1), alpha (1)"),
-             (lenient, 5, "zeta (2), 7 (1), <none> (1), alpha (1)")]  # fmt: skip
+    cases = [
+        (typed, 4, "zeta (2), <none> (1), alpha (1)"),
+        (lenient, 5, "zeta (2), 7 (1), <none> (1), alpha (1)"),
+    ]
     for tl, ranges, listing in cases:
         kinds = dict(tl.df.group_by(pl.col("kind").cast(pl.String)).len().rows())
         assert kinds == {"kernel": 1, "range": ranges, "marker": 1}
@@ -146,8 +163,15 @@ def test_unknown_or_missing_phase_reads_leniently(tmp_path: Path) -> None:
     flow = {"ph": "s", "cat": "ac2g", "id": 1, "pid": 0, "tid": 7, "ts": 1, "name": "ac2g"}
     odd = {"ph": "Z", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 2, "dur": 1}
     no_phase = {"cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 2, "dur": 1}
-    instant = {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1,
-               "ts": 4, "s": "t"}  # fmt: skip
+    instant = {
+        "ph": "i",
+        "cat": "cpu_instant_event",
+        "name": "[memory]",
+        "pid": 1,
+        "tid": 1,
+        "ts": 4,
+        "s": "t",
+    }
     events = [_kernel(0, 5), flow, odd, no_phase, instant, _kernel(10, 2, corr=2)]
     tl = tracekit.load(_write(tmp_path / "t.json", events))
     kinds = dict(tl.df.group_by(pl.col("kind").cast(pl.String)).len().rows())
@@ -157,9 +181,17 @@ def test_unknown_or_missing_phase_reads_leniently(tmp_path: Path) -> None:
 
 def test_args_json_keeps_only_present_values(tmp_path: Path) -> None:
     full = _kernel(0, 5, corr=1)
-    full["args"].update({"grid": [8, 1, 1], "block": [128, 1, 1], "registers per thread": 32,
-                         "est. achieved occupancy %": "nan", "Collective name": 'all"reduce',
-                         "dtype": "Float", "External id": 9})  # fmt: skip
+    full["args"].update(
+        {
+            "grid": [8, 1, 1],
+            "block": [128, 1, 1],
+            "registers per thread": 32,
+            "est. achieved occupancy %": "nan",
+            "Collective name": 'all"reduce',
+            "dtype": "Float",
+            "External id": 9,
+        }
+    )
     bare = _kernel(10, 5, corr=2)  # no args beyond the ids
     odd = _kernel(20, 5, corr=3)
     odd["args"].update({"est. achieved occupancy %": 37.5, "grid": [1, 2, 3]})
@@ -167,11 +199,17 @@ def test_args_json_keeps_only_present_values(tmp_path: Path) -> None:
     texts = tl.df.sort("ts")["args"].to_list()
     args = [None if a is None else msgspec.json.decode(a) for a in texts]  # strict: no NaN
     assert args == [
-        {"external_id": 9, "grid": [8, 1, 1], "block": [128, 1, 1], "registers": 32,
-         "collective": 'all"reduce', "dtype": "Float"},
+        {
+            "external_id": 9,
+            "grid": [8, 1, 1],
+            "block": [128, 1, 1],
+            "registers": 32,
+            "collective": 'all"reduce',
+            "dtype": "Float",
+        },
         None,
         {"grid": [1, 2, 3], "occupancy": 37.5},
-    ]  # fmt: skip
+    ]
 
 
 def test_grid_and_block_text_in_every_shape(tmp_path: Path) -> None:
@@ -195,8 +233,18 @@ def test_grid_and_block_text_in_every_shape(tmp_path: Path) -> None:
 
 
 def test_odd_pid_and_tid_values_among_integers(tmp_path: Path) -> None:
-    ops = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1000 + i, "tid": 7,
-            "ts": i * 10, "dur": 5} for i in range(5)]  # fmt: skip
+    ops = [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": "aten::mm",
+            "pid": 1000 + i,
+            "tid": 7,
+            "ts": i * 10,
+            "dur": 5,
+        }
+        for i in range(5)
+    ]
     ops[1]["pid"], ops[2]["tid"], ops[3]["pid"], ops[4]["tid"] = "Spans", "0x1f", 2**70, 3.0
     tl = tracekit.load(_write(tmp_path / "t.json", ops))
     rows = tl.df.sort("ts").select("pid", "tid").rows()
@@ -207,8 +255,14 @@ def test_args_json_when_every_row_has_every_key(tmp_path: Path) -> None:
     events = []
     for i in range(3):
         event = _kernel(i * 10, 5, corr=i + 1)
-        event["args"].update({"External id": 100 + i, "grid": [i + 1, 1, 1], "block": [64, 1, 1],
-                              "est. achieved occupancy %": 12.5 * i})  # fmt: skip
+        event["args"].update(
+            {
+                "External id": 100 + i,
+                "grid": [i + 1, 1, 1],
+                "block": [64, 1, 1],
+                "est. achieved occupancy %": 12.5 * i,
+            }
+        )
         events.append(event)
     tl = tracekit.load(_write(tmp_path / "t.json", events))
     assert tl.df.sort("ts")["args"].to_list() == [
@@ -218,8 +272,16 @@ def test_args_json_when_every_row_has_every_key(tmp_path: Path) -> None:
 
 
 def test_instant_args_keep_correlation_and_skip_the_rest(tmp_path: Path) -> None:
-    memory = {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1,
-              "ts": 4, "s": "t", "args": {"Addr": 7, "Bytes": 512, "correlation": 33}}  # fmt: skip
+    memory = {
+        "ph": "i",
+        "cat": "cpu_instant_event",
+        "name": "[memory]",
+        "pid": 1,
+        "tid": 1,
+        "ts": 4,
+        "s": "t",
+        "args": {"Addr": 7, "Bytes": 512, "correlation": 33},
+    }
     kernel = _kernel(10, 2)
     del kernel["args"]  # the first args of the trace are an instant's: kernels read no args
     tl = tracekit.load(_write(tmp_path / "t.json", [memory, kernel]))
@@ -228,9 +290,19 @@ def test_instant_args_keep_correlation_and_skip_the_rest(tmp_path: Path) -> None
 
 
 def test_typed_and_lenient_reads_give_the_same_rows(tmp_path: Path) -> None:
-    host = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 4000 + i, "tid": 2**40 + i,
-             "ts": 1_700_000_000_000_000 + i * 7, "dur": i, "args": {"External id": i}}
-            for i in range(50)]  # fmt: skip
+    host = [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": f"op{i}",
+            "pid": 4000 + i,
+            "tid": 2**40 + i,
+            "ts": 1_700_000_000_000_000 + i * 7,
+            "dur": i,
+            "args": {"External id": i},
+        }
+        for i in range(50)
+    ]
     host[3]["dur"] = None
     host[4]["pid"] = "stream 9"
     events = [*host, *(_kernel(2**50 + i, 3, corr=i) for i in range(50))]
@@ -246,8 +318,9 @@ def test_args_json_drops_only_a_non_finite_value(tmp_path: Path) -> None:
     events = []
     for i, occupancy in enumerate((12.5, "nan", "inf")):
         event = _kernel(i * 10, 5, corr=i + 1)
-        event["args"].update({"External id": i, "grid": [1, 1, 1],
-                              "est. achieved occupancy %": occupancy})  # fmt: skip
+        event["args"].update(
+            {"External id": i, "grid": [1, 1, 1], "est. achieved occupancy %": occupancy}
+        )
         events.append(event)
     tl = tracekit.load(_write(tmp_path / "t.json", events))
     assert tl.df.sort("ts")["args"].to_list() == [
@@ -275,8 +348,12 @@ def test_lone_surrogate_escapes_become_replacement_characters(tmp_path: Path) ->
     path.write_text(json.dumps({**BASE, "traceEvents": events}), encoding="ascii")
     tl = tracekit.load(path)
     assert tl.df.sort("ts")["name"].cast(pl.String).to_list() == [
-        "gemm\ufffd", "\ufffdx", "\U0001f600 ok", "\\ud800 literal", "\ufffd\\udc00"
-    ]  # fmt: skip
+        "gemm\ufffd",
+        "\ufffdx",
+        "\U0001f600 ok",
+        "\\ud800 literal",
+        "\ufffd\\udc00",
+    ]
     assert "lone UTF-16 surrogate escapes in the trace replaced by U+FFFD" in tl.meta["warnings"]
     assert tl.df.sort("ts")["ts"].to_list() == [0, 10_000, 20_000, 30_000, 40_000]
     assert tl.meta["origin_ns"] == 1_700_000_000_000_000_500

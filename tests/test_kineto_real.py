@@ -21,8 +21,14 @@ from tests.conftest import real_files, real_root, sha256
 KINETO_FILES = real_files("nvidia", "*/*.json.gz") + real_files(
     "amd", "kineto_*/*.json.gz", "kineto_*/*.json"
 )
-KINDS = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
-         "gpu_memset": "memset", "Memset": "memset"}  # fmt: skip
+KINDS = {
+    "kernel": "kernel",
+    "Kernel": "kernel",
+    "gpu_memcpy": "memcpy",
+    "Memcpy": "memcpy",
+    "gpu_memset": "memset",
+    "Memset": "memset",
+}
 
 
 def _raw(path: Path) -> dict:

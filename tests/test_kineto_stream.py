@@ -11,8 +11,10 @@ import pytest
 
 import tracekit
 from tests.conftest import real_root, run_cli
-from tracekit.parsers.kineto import chunks, events, stream
-from tracekit.parsers.kineto.decode import gzip_chunks
+from tracekit.parsers import slices
+from tracekit.parsers.io import gzip_chunks
+from tracekit.parsers.kineto import events as kineto_events
+from tracekit.parsers.kineto import stream
 
 DEVICES = [{"id": 0, "name": "NVIDIA H200", "totalGlobalMem": 150_000_000_000, "numSms": 132}]
 
@@ -34,9 +36,9 @@ def streamed(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
         taken.append(found is not None)
         return found
 
-    monkeypatch.setattr(chunks, "PIECE_BYTES", 16 << 10)
-    monkeypatch.setattr(chunks, "BATCH_BYTES", 48 << 10)
-    monkeypatch.setattr(chunks, "MAX_TRAILER", 8 << 10)
+    monkeypatch.setattr(kineto_events, "PIECE_BYTES", 16 << 10)
+    monkeypatch.setattr(kineto_events, "BATCH_BYTES", 48 << 10)
+    monkeypatch.setattr(slices, "MAX_TRAILER", 8 << 10)
     monkeypatch.setattr(stream, "_FIRST_CHUNK", 4 << 10)
     monkeypatch.setattr(stream, "read", spy)
     return taken
@@ -46,18 +48,37 @@ def _whole(path: Path, monkeypatch: pytest.MonkeyPatch) -> tracekit.Timeline:
     """The timeline read the ordinary way, decoded in one piece."""
     with monkeypatch.context() as patch:
         patch.setattr(stream, "read", lambda _path, _options: None)
-        patch.setattr(chunks, "PIECE_BYTES", 1 << 40)
+        patch.setattr(kineto_events, "PIECE_BYTES", 1 << 40)
         return tracekit.load(path)
 
 
 def _events(n: int, name: str = "gemm") -> list[dict]:
     events = []
     for i in range(n):
-        events.append({"ph": "X", "cat": "kernel", "name": f"{name}_{i % 7}", "pid": 0,
-                       "tid": 7, "ts": 1_000 + i * 10, "dur": 4, "args": {"device": 0,
-                       "stream": 7, "correlation": i, "grid": [i % 5, 1, 1]}})  # fmt: skip
-        events.append({"ph": "f", "cat": "ac2g", "id": i, "pid": 0, "tid": 7, "ts": 1_000 + i * 10,
-                       "bp": "e", "name": "ac2g"})  # fmt: skip
+        events.append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": f"{name}_{i % 7}",
+                "pid": 0,
+                "tid": 7,
+                "ts": 1_000 + i * 10,
+                "dur": 4,
+                "args": {"device": 0, "stream": 7, "correlation": i, "grid": [i % 5, 1, 1]},
+            }
+        )
+        events.append(
+            {
+                "ph": "f",
+                "cat": "ac2g",
+                "id": i,
+                "pid": 0,
+                "tid": 7,
+                "ts": 1_000 + i * 10,
+                "bp": "e",
+                "name": "ac2g",
+            }
+        )
     return events
 
 
@@ -95,8 +116,13 @@ def test_arrays_after_the_events_are_not_taken_for_their_end(
     tmp_path: Path, streamed: list[bool], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     devices = [{**DEVICES[0], "id": i} for i in range(40)]  # 4 KB of "}, {" after the events
-    document = {"schemaVersion": 1, "traceEvents": _events(3000), "deviceProperties": devices,
-                "logs": ["INFO: done ]", "x"], "baseTimeNanoseconds": 17 * 10**17}  # fmt: skip
+    document = {
+        "schemaVersion": 1,
+        "traceEvents": _events(3000),
+        "deviceProperties": devices,
+        "logs": ["INFO: done ]", "x"],
+        "baseTimeNanoseconds": 17 * 10**17,
+    }
     path = _gz(tmp_path / "t.json.gz", document)
     pieces = []
     real = stream.TableBuilder.add
@@ -164,8 +190,8 @@ def test_end_of_a_last_piece_holding_one_event() -> None:
 
 
 def test_pieces_are_views_cut_between_events(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(chunks, "PIECE_BYTES", 256)
-    monkeypatch.setattr(chunks, "MAX_TRAILER", 64)
+    monkeypatch.setattr(kineto_events, "PIECE_BYTES", 256)
+    monkeypatch.setattr(slices, "MAX_TRAILER", 64)
     monkeypatch.setattr(stream, "_FIRST_CHUNK", 256)
     separators = [b",", b" ,\n ", b",  ", b"\n,"]  # the comma right after "}" or further on
     events = [b'{"ph": "X", "name": "k%d", "args": {"grid": [%d]}}' % (i, i) for i in range(40)]
@@ -202,11 +228,25 @@ def test_chunks_start_small_and_double(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def _nccl_kernel(i: int) -> dict:
-    return {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce", "pid": 0, "tid": 9,
-            "ts": 900_000 + i * 10, "dur": 5, "args": {"device": 0, "stream": 9,
-            "correlation": 50_000 + i, "Collective name": "allreduce",
-            "In msg nelems": 1024 * (i + 1), "Out msg nelems": 1024 * (i + 1),
-            "Group size": 8, "dtype": "Float"}}  # fmt: skip
+    return {
+        "ph": "X",
+        "cat": "kernel",
+        "name": "ncclDevKernel_AllReduce",
+        "pid": 0,
+        "tid": 9,
+        "ts": 900_000 + i * 10,
+        "dur": 5,
+        "args": {
+            "device": 0,
+            "stream": 9,
+            "correlation": 50_000 + i,
+            "Collective name": "allreduce",
+            "In msg nelems": 1024 * (i + 1),
+            "Out msg nelems": 1024 * (i + 1),
+            "Group size": 8,
+            "dtype": "Float",
+        },
+    }
 
 
 def test_values_first_seen_in_a_later_piece_stay_on_their_rows(
@@ -220,8 +260,8 @@ def test_values_first_seen_in_a_later_piece_stay_on_their_rows(
     nccl = [_nccl_kernel(i) for i in range(5)]
     path = _gz(tmp_path / "t.json.gz", {"traceEvents": head + nccl + tail})
     batches = []
-    real = events.to_table
-    monkeypatch.setattr(events, "to_table", lambda c: batches.append(1) or real(c))
+    real = kineto_events.to_table
+    monkeypatch.setattr(kineto_events, "to_table", lambda c: batches.append(1) or real(c))
     tl = tracekit.load(path)
     assert streamed == [True] and len(batches) > 3
     df = tl.df
@@ -240,8 +280,16 @@ def test_values_first_seen_in_a_later_piece_stay_on_their_rows(
 
 
 def _op(i: int, **args: object) -> dict:
-    return {"ph": "X", "cat": "cpu_op", "name": f"aten::op{i % 5}", "pid": 1, "tid": 2,
-            "ts": 1_000 + i * 10, "dur": 3, "args": {"External id": i, **args}}  # fmt: skip
+    return {
+        "ph": "X",
+        "cat": "cpu_op",
+        "name": f"aten::op{i % 5}",
+        "pid": 1,
+        "tid": 2,
+        "ts": 1_000 + i * 10,
+        "dur": 3,
+        "args": {"External id": i, **args},
+    }
 
 
 def test_a_lenient_piece_reads_odd_values_as_null_in_its_batch_only(

@@ -137,8 +137,10 @@ def test_kernel_details_with_unreadable_rows(tmp_path: Path, events) -> None:
     details.write_bytes("\r\n".join(lines).encode())
     timeline = tracekit.load(rank)
     assert timeline.validate() == []
-    assert any("1 op table rows without a usable start time; dropped" in w
-               for w in timeline.meta["warnings"])  # fmt: skip
+    assert any(
+        "1 op table rows without a usable start time; dropped" in w
+        for w in timeline.meta["warnings"]
+    )
 
 
 # -- SQLite exports -------------------------------------------------------------------------------
@@ -155,43 +157,57 @@ def _db(path: Path, tables: dict[str, str]) -> Path:
 
 
 def test_db_without_task_table(tmp_path: Path) -> None:
-    path = _db(tmp_path / "msprof_20260823165531.db", {
-        "STRING_IDS": "id INTEGER PRIMARY KEY, value TEXT",
-        "CANN_API": "startNs INTEGER, endNs INTEGER, type INTEGER, globalTid INTEGER, "
-                    "connectionId INTEGER, name INTEGER",
-        "NPU_INFO": "id INTEGER, name TEXT",
-    })  # fmt: skip
+    path = _db(
+        tmp_path / "msprof_20260823165531.db",
+        {
+            "STRING_IDS": "id INTEGER PRIMARY KEY, value TEXT",
+            "CANN_API": "startNs INTEGER, endNs INTEGER, type INTEGER, globalTid INTEGER, "
+            "connectionId INTEGER, name INTEGER",
+            "NPU_INFO": "id INTEGER, name TEXT",
+        },
+    )
     assert_refused(path, "without a TASK table", "holds no device tasks")
 
 
 def test_db_with_empty_task_table(tmp_path: Path) -> None:
-    path = _db(tmp_path / "ascend_pytorch_profiler_0.db", {
-        "STRING_IDS": "id INTEGER PRIMARY KEY, value TEXT",
-        "TASK": "startNs INTEGER, endNs INTEGER, deviceId INTEGER, connectionId INTEGER, "
-                "globalTaskId INTEGER, globalPid INTEGER, taskType INTEGER, contextId INTEGER, "
-                "streamId INTEGER, taskId INTEGER, modelId INTEGER",
-    })  # fmt: skip
+    path = _db(
+        tmp_path / "ascend_pytorch_profiler_0.db",
+        {
+            "STRING_IDS": "id INTEGER PRIMARY KEY, value TEXT",
+            "TASK": "startNs INTEGER, endNs INTEGER, deviceId INTEGER, connectionId INTEGER, "
+            "globalTaskId INTEGER, globalPid INTEGER, taskType INTEGER, contextId INTEGER, "
+            "streamId INTEGER, taskId INTEGER, modelId INTEGER",
+        },
+    )
     assert_refused(path, "TASK table has no rows")
 
 
 def test_truncated_db(tmp_path: Path) -> None:
-    source = _db(tmp_path / "full.db", {"STRING_IDS": "id INTEGER PRIMARY KEY, value TEXT",
-                                        "TASK": "startNs INTEGER"})  # fmt: skip
+    source = _db(
+        tmp_path / "full.db",
+        {"STRING_IDS": "id INTEGER PRIMARY KEY, value TEXT", "TASK": "startNs INTEGER"},
+    )
     path = tmp_path / "msprof_1.db"
     path.write_bytes(source.read_bytes()[:1500])
     assert_refused(path, "SQLite")
 
 
 def test_analysis_db_is_not_a_trace(tmp_path: Path) -> None:
-    path = _db(tmp_path / "analysis.db", {"StepTraceTime": "step TEXT, computing NUMERIC",
-                                          "CommAnalyzerTime": "hccl_op_name TEXT"})  # fmt: skip
+    path = _db(
+        tmp_path / "analysis.db",
+        {"StepTraceTime": "step TEXT, computing NUMERIC", "CommAnalyzerTime": "hccl_op_name TEXT"},
+    )
     assert_refused(path, "derived step and communication statistics")
 
 
-@pytest.mark.parametrize("make", [
-    lambda p: p.mkdir(),
-    lambda p: (p.mkdir(), (p / "ascend_timeline_display_0.json").write_text("[]")),
-], ids=["empty-folder", "mindspore-1x"])  # fmt: skip
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda p: p.mkdir(),
+        lambda p: (p.mkdir(), (p / "ascend_timeline_display_0.json").write_text("[]")),
+    ],
+    ids=["empty-folder", "mindspore-1x"],
+)
 def test_rank_parent_with_bad_member(tmp_path: Path, events, make: Callable[[Path], None]) -> None:
     """A parent of rank folders where one member is no output: the others still load."""
     write_torch_npu(events, tmp_path)

@@ -72,8 +72,11 @@ def test_910b_text_device_is_in_the_pids_not_the_labels() -> None:
     events = json.loads((out / "trace_view.json").read_text())
     meta: dict[int, dict[str, object]] = {}
     for e in events:
-        if e.get("ph") == "M" and e["name"] in ("process_name", "process_labels",
-                                                 "process_sort_index"):  # fmt: skip
+        if e.get("ph") == "M" and e["name"] in (
+            "process_name",
+            "process_labels",
+            "process_sort_index",
+        ):
             meta.setdefault(e["pid"], {})[e["name"]] = next(iter(e["args"].values()))
     hardware = next(p for p, m in meta.items() if m.get("process_name") == "Ascend Hardware")
     assert hardware == 3170822561 == (3096506 << 10) | (13 << 5) | 1
@@ -125,8 +128,9 @@ def test_prof_folder_device_and_lone_kernel_details() -> None:
 
 def _two_ranks(folder: Path, write: object) -> Timeline:
     for rank in (0, 1):
-        events = build_ascend_scenario(steps=2, layers=2, unfused_collective=True, rank=rank,
-                                       device=rank, seed=rank).events  # fmt: skip
+        events = build_ascend_scenario(
+            steps=2, layers=2, unfused_collective=True, rank=rank, device=rank, seed=rank
+        ).events
         write(events, folder / f"rank{rank}")  # type: ignore[operator]
     return tracekit.load(folder)
 
@@ -202,20 +206,37 @@ def test_one_trace_with_two_devices_gives_each_row_its_own(tmp_path: Path) -> No
         return pid, [
             {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}},
             {"ph": "M", "name": "process_labels", "pid": pid, "tid": 0, "args": {"labels": "NPU"}},
-            {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,
-             "args": {"sort_index": sort}},
-        ]  # fmt: skip
+            {
+                "ph": "M",
+                "name": "process_sort_index",
+                "pid": pid,
+                "tid": 0,
+                "args": {"sort_index": sort},
+            },
+        ]
 
     events: list[dict] = []
     for device in (0, 3):
         pid, meta = process(device, 13, "Ascend Hardware")
         events += meta
-        events.append({
-            "ph": "X", "name": f"aclnnAdd_{device}", "pid": pid, "tid": 2,
-            "ts": f"1736408883{device}00000.000", "dur": 5.0,
-            "args": {"Task Type": "AI_CORE", "Physic Stream Id": 2, "Task Id": 1,
-                     "Subtask Id": 4294967295, "Model Id": 4294967295, "connection_id": device},
-        })  # fmt: skip
+        events.append(
+            {
+                "ph": "X",
+                "name": f"aclnnAdd_{device}",
+                "pid": pid,
+                "tid": 2,
+                "ts": f"1736408883{device}00000.000",
+                "dur": 5.0,
+                "args": {
+                    "Task Type": "AI_CORE",
+                    "Physic Stream Id": 2,
+                    "Task Id": 1,
+                    "Subtask Id": 4294967295,
+                    "Model Id": 4294967295,
+                    "connection_id": device,
+                },
+            }
+        )
     path = tmp_path / "msprof_20260101000000.json"
     path.write_text(json.dumps(events))
     df = _device_rows(tracekit.load(path))

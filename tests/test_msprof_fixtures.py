@@ -21,20 +21,32 @@ from fixtures.ascend_text_writer import EPOCH_NS, write_torch_npu, write_torch_n
 from fixtures.ascend_trace_json import OVERLAP_ORDER
 from fixtures.msprof_prof_writer import write_prof
 from tests.conftest import real_file
-from tracekit.load import Probe
 from tracekit.parsers.msprof import MSPROF
+from tracekit.parsers.probe import Probe
 from tracekit.timeline import Timeline
 
 COLUMNS = ["ts", "dur", "kind", "name", "device", "stream", "corr", "engine"]
 KNOBS = [
     {},
     {"steps": 2, "layers": 3, "unfused_collective": True, "hccl_all_to_all_layers": 2},
-    {"steps": 3, "layers": 2, "exposed_all_to_all": True, "idle_bubble_ns": 75_000,
-     "mc2_aicpu": False, "fallback_kernel": False},
+    {
+        "steps": 3,
+        "layers": 2,
+        "exposed_all_to_all": True,
+        "idle_bubble_ns": 75_000,
+        "mc2_aicpu": False,
+        "fallback_kernel": False,
+    },
     {"steps": 1, "layers": 1, "device": 3, "rank": 5, "hccl_all_to_all_layers": 0},
-    {"steps": 2, "layers": 2, "device": 1, "rank": 1, "hccl_flows": False,
-     "unfused_collective": True},
-]  # fmt: skip
+    {
+        "steps": 2,
+        "layers": 2,
+        "device": 1,
+        "rank": 1,
+        "hccl_flows": False,
+        "unfused_collective": True,
+    },
+]
 TORCH = "msinsight_torchnpu_910B_2rank/text"
 
 
@@ -157,21 +169,70 @@ def test_async_npu_flows_give_python_ops_their_launch(tmp_path: Path) -> None:
     """A cpu_op whose async_npu flow reaches a task gets the task's connection id."""
     events = [
         {"ph": "M", "name": "process_name", "pid": 7, "tid": 0, "args": {"name": "Python"}},
-        {"ph": "M", "name": "process_name", "pid": 9, "tid": 0,
-         "args": {"name": "Ascend Hardware"}},
-        {"ph": "X", "name": "aten::add", "pid": 7, "tid": 7, "ts": "1736408883000000.000",
-         "dur": 30.0, "cat": "cpu_op", "args": {"Sequence number": 12}},
-        {"ph": "X", "name": "aten::add_inner", "pid": 7, "tid": 7,
-         "ts": "1736408883000000.000", "dur": 10.0, "cat": "cpu_op", "args": {}},
-        {"ph": "s", "bp": "e", "name": "torch_to_npu", "id": 1736408883000050000, "pid": 7,
-         "tid": 7, "ts": "1736408883000000.000", "cat": "async_npu"},
-        {"ph": "f", "bp": "e", "name": "torch_to_npu", "id": 1736408883000050000, "pid": 9,
-         "tid": 2, "ts": "1736408883000050.000", "cat": "async_npu"},
-        {"ph": "X", "name": "aclnnAdd_AddAiCore_Add", "pid": 9, "tid": 2,
-         "ts": "1736408883000050.000", "dur": 2.5,
-         "args": {"Task Type": "AI_CORE", "Physic Stream Id": 2, "Task Id": 3,
-                  "Subtask Id": 4294967295, "Model Id": 4294967295, "connection_id": 812}},
-    ]  # fmt: skip
+        {
+            "ph": "M",
+            "name": "process_name",
+            "pid": 9,
+            "tid": 0,
+            "args": {"name": "Ascend Hardware"},
+        },
+        {
+            "ph": "X",
+            "name": "aten::add",
+            "pid": 7,
+            "tid": 7,
+            "ts": "1736408883000000.000",
+            "dur": 30.0,
+            "cat": "cpu_op",
+            "args": {"Sequence number": 12},
+        },
+        {
+            "ph": "X",
+            "name": "aten::add_inner",
+            "pid": 7,
+            "tid": 7,
+            "ts": "1736408883000000.000",
+            "dur": 10.0,
+            "cat": "cpu_op",
+            "args": {},
+        },
+        {
+            "ph": "s",
+            "bp": "e",
+            "name": "torch_to_npu",
+            "id": 1736408883000050000,
+            "pid": 7,
+            "tid": 7,
+            "ts": "1736408883000000.000",
+            "cat": "async_npu",
+        },
+        {
+            "ph": "f",
+            "bp": "e",
+            "name": "torch_to_npu",
+            "id": 1736408883000050000,
+            "pid": 9,
+            "tid": 2,
+            "ts": "1736408883000050.000",
+            "cat": "async_npu",
+        },
+        {
+            "ph": "X",
+            "name": "aclnnAdd_AddAiCore_Add",
+            "pid": 9,
+            "tid": 2,
+            "ts": "1736408883000050.000",
+            "dur": 2.5,
+            "args": {
+                "Task Type": "AI_CORE",
+                "Physic Stream Id": 2,
+                "Task Id": 3,
+                "Subtask Id": 4294967295,
+                "Model Id": 4294967295,
+                "connection_id": 812,
+            },
+        },
+    ]
     path = tmp_path / "trace_view.json"
     path.write_text(json.dumps(events))
     df = MSPROF.parse(path).df.with_columns(pl.col(pl.Categorical).cast(pl.String))
@@ -276,8 +337,10 @@ def test_quirk_epoch_text_and_monotonic_floats_give_the_same_times(tmp_path: Pat
 
     def kernels(t: Timeline) -> list[tuple[int, int, str]]:
         df = t.df.filter(pl.col("kind").cast(pl.String) == "kernel").sort("ts")
-        return [(t.meta["origin_ns"] + ts, d, n) for ts, d, n in
-                df.select("ts", "dur", pl.col("name").cast(pl.String)).iter_rows()]  # fmt: skip
+        return [
+            (t.meta["origin_ns"] + ts, d, n)
+            for ts, d, n in df.select("ts", "dur", pl.col("name").cast(pl.String)).iter_rows()
+        ]
 
     assert kernels(legacy) == kernels(epoch)
 
@@ -302,8 +365,11 @@ def test_quirk_overlap_threads_matched_by_name(tmp_path: Path) -> None:
     overlap_pid = next(
         e["pid"] for e in trace if e.get("args", {}).get("name") == "Overlap Analysis"
     )
-    tids = {e["args"]["name"]: e["tid"] for e in trace
-            if e.get("pid") == overlap_pid and e.get("name") == "thread_name"}  # fmt: skip
+    tids = {
+        e["args"]["name"]: e["tid"]
+        for e in trace
+        if e.get("pid") == overlap_pid and e.get("name") == "thread_name"
+    }
     assert tids["Computing"] == 2 and OVERLAP_ORDER["torch_npu"].index("Computing") == 0
     msprof = MSPROF.parse(prof)
     assert msprof.meta["overlap_analysis_ns"] == torch_npu.meta["overlap_analysis_ns"]
@@ -383,8 +449,11 @@ def test_prof_writer_shape_equals_real(tmp_path: Path) -> None:
     real_summary = _header(next(iter((real / "mindstudio_profiler_output").glob("op_summary_*"))))
     my_summary = _header(next(iter(mine.glob("op_summary_*.csv"))))
     context = real_summary.index("Context ID") + 1
-    assert my_summary[: context + 2] == [*real_summary[:context], "aicore_time(us)",
-                                         "aic_total_cycles"]  # fmt: skip
+    assert my_summary[: context + 2] == [
+        *real_summary[:context],
+        "aicore_time(us)",
+        "aic_total_cycles",
+    ]
     info = json.loads((mine.parent / "host" / "info.json").read_text())
     real_info = json.loads((real / "host" / "info.json").read_text())
     assert info["platform_version"] == real_info["platform_version"] == "5"
@@ -429,9 +498,21 @@ def test_db_writer_shape_equals_real(tmp_path: Path) -> None:
     # every table written has the real one's columns, in order; the counters are left out
     assert {t: real_tables[t] for t in my_tables} == my_tables
     assert set(real_tables) - set(my_tables) <= {
-        "ACC_PMU", "AICORE_FREQ", "ENUM_HCCL_RDMA_TYPE", "ENUM_MODULE", "ENUM_MSTX_EVENT_TYPE",
-        "HBM", "LLC", "MEMORY_RECORD", "NPU_MEM", "NPU_MODULE_MEM", "NPU_OP_MEM", "OP_MEMORY",
-        "PYTORCH_CALLCHAINS", "SOC_BANDWIDTH_LEVEL", "TASK_PMU_INFO",
-    }  # fmt: skip
+        "ACC_PMU",
+        "AICORE_FREQ",
+        "ENUM_HCCL_RDMA_TYPE",
+        "ENUM_MODULE",
+        "ENUM_MSTX_EVENT_TYPE",
+        "HBM",
+        "LLC",
+        "MEMORY_RECORD",
+        "NPU_MEM",
+        "NPU_MODULE_MEM",
+        "NPU_OP_MEM",
+        "OP_MEMORY",
+        "PYTORCH_CALLCHAINS",
+        "SOC_BANDWIDTH_LEVEL",
+        "TASK_PMU_INFO",
+    }
     info = json.loads(next(mine.parent.glob("profiler_info_*.json")).read_text())
     assert info["config"]["experimental_config"]["_export_type"] == "db"

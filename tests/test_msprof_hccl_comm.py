@@ -46,9 +46,14 @@ def _meta(pid: int, name: str, sort: int) -> list[dict[str, Any]]:
     return [
         {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}},
         {"ph": "M", "name": "process_labels", "pid": pid, "tid": 0, "args": {"labels": "NPU"}},
-        {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,
-         "args": {"sort_index": sort}},
-    ]  # fmt: skip
+        {
+            "ph": "M",
+            "name": "process_sort_index",
+            "pid": pid,
+            "tid": 0,
+            "args": {"sort_index": sort},
+        },
+    ]
 
 
 def _trace(path: Path, connection_ids: bool) -> Path:
@@ -56,21 +61,52 @@ def _trace(path: Path, connection_ids: bool) -> Path:
     MindSpore graph mode and torch_npu output without launch links write it)."""
     corr = (lambda c: c) if connection_ids else (lambda c: None)
     events = [*_meta(HW, "Ascend Hardware", 13), *_meta(HCCL, "HCCL", 15)]
-    events.append({"ph": "M", "name": "thread_name", "pid": HCCL, "tid": 0,
-                   "args": {"name": "Group 0 Communication"}})  # fmt: skip
+    events.append(
+        {
+            "ph": "M",
+            "name": "thread_name",
+            "pid": HCCL,
+            "tid": 0,
+            "args": {"name": "Group 0 Communication"},
+        }
+    )
     for task_id, (name, task_type, stream, start, end, conn) in enumerate(TASKS):
-        events.append({
-            "ph": "X", "name": name, "pid": HW, "tid": stream, "ts": f"{EPOCH_US + start}.000",
-            "dur": float(end - start),
-            "args": {"Model Id": 4294967295, "Task Type": task_type, "Physic Stream Id": stream,
-                     "Task Id": task_id, "Batch Id": 0, "Subtask Id": 4294967295,
-                     "connection_id": corr(conn)},
-        })  # fmt: skip
-    events.append({
-        "ph": "X", "name": OP, "pid": HCCL, "tid": 0, "ts": f"{EPOCH_US + 100}.000", "dur": 200.0,
-        "args": {"connection_id": corr(50), "model id": 4294967295, "data_type": "FP32",
-                 "alg_type": "MESH-RING", "count": 4097000},
-    })  # fmt: skip
+        events.append(
+            {
+                "ph": "X",
+                "name": name,
+                "pid": HW,
+                "tid": stream,
+                "ts": f"{EPOCH_US + start}.000",
+                "dur": float(end - start),
+                "args": {
+                    "Model Id": 4294967295,
+                    "Task Type": task_type,
+                    "Physic Stream Id": stream,
+                    "Task Id": task_id,
+                    "Batch Id": 0,
+                    "Subtask Id": 4294967295,
+                    "connection_id": corr(conn),
+                },
+            }
+        )
+    events.append(
+        {
+            "ph": "X",
+            "name": OP,
+            "pid": HCCL,
+            "tid": 0,
+            "ts": f"{EPOCH_US + 100}.000",
+            "dur": 200.0,
+            "args": {
+                "connection_id": corr(50),
+                "model id": 4294967295,
+                "data_type": "FP32",
+                "alg_type": "MESH-RING",
+                "count": 4097000,
+            },
+        }
+    )
     path.write_text(json.dumps(events))
     return path
 
@@ -83,8 +119,12 @@ def test_hccl_tasks_alone_between_compute(tmp_path: Path, connection_ids: bool) 
     assert sorted(tasks["name"]) == ["Notify Wait", "ReduceSum_AddN", "SDMA", "Write Value"]
     assert set(tasks["kind"]) == {"comm"} and set(tasks["device"]) == {1}
     engines = dict(zip(tasks["name"], tasks["engine"]))
-    assert engines == {"Notify Wait": "comm", "SDMA": "sdma", "ReduceSum_AddN": "comm",
-                       "Write Value": "comm"}  # fmt: skip
+    assert engines == {
+        "Notify Wait": "comm",
+        "SDMA": "sdma",
+        "ReduceSum_AddN": "comm",
+        "Write Value": "comm",
+    }
     copy = df.filter(pl.col("name") == "MEMCPY_ASYNC").row(0, named=True)
     assert (copy["kind"], copy["engine"]) == ("memcpy", "copy")  # another stream's copy
     [m] = tracekit.analyze(timeline).step_metrics.to_dicts()
@@ -104,8 +144,16 @@ WRITERS = {
     "text Level1": lambda ev, out: write_torch_npu(ev, out),
     "db Level1": lambda ev, out: write_torch_npu_db(ev, out),
 }
-KNOBS = {"steps": 4, "layers": 4, "fallback_kernel": False, "hccl_all_to_all_layers": 4,
-         "exposed_all_to_all": True, "mc2_aicpu": False, "device": 1, "rank": 1}  # fmt: skip
+KNOBS = {
+    "steps": 4,
+    "layers": 4,
+    "fallback_kernel": False,
+    "hccl_all_to_all_layers": 4,
+    "exposed_all_to_all": True,
+    "mc2_aicpu": False,
+    "device": 1,
+    "rank": 1,
+}
 
 
 @pytest.mark.parametrize("writer", list(WRITERS))
@@ -125,6 +173,14 @@ def test_exposed_hccl_all_to_all_equals_the_truth(tmp_path: Path, writer: str) -
     [(start, end)] = scenario.truth["exposed_dispatch"]
     assert truth[2]["exposed_comm_ns"] >= end - start > 0  # the lone dispatch among them
     for got, want in zip(rows, truth):
-        for key in ("comm_ns", "exposed_comm_ns", "comm_bubble_ns", "compute_ns", "busy_ns",
-                    "bubble_ns", "device", "rank"):  # fmt: skip
+        for key in (
+            "comm_ns",
+            "exposed_comm_ns",
+            "comm_bubble_ns",
+            "compute_ns",
+            "busy_ns",
+            "bubble_ns",
+            "device",
+            "rank",
+        ):
             assert got[key] == want[key], (want["step"], key)

@@ -28,9 +28,12 @@ from fixtures.nsys_writer import write_nsys_sqlite
 from fixtures.scenario import build_scenario
 from tests.conftest import real_files, real_root, run_cli, sha256
 from tracekit.errors import TraceError
-from tracekit.load import Probe, supported_formats
-from tracekit.parsers.perfetto import PERFETTO, write_pftrace
-from tracekit.timeline import COLUMNS, Timeline, build_table, check_output, empty_meta
+from tracekit.export import check_output, save
+from tracekit.export.pftrace import write_pftrace
+from tracekit.load import supported_formats
+from tracekit.parsers.perfetto import PERFETTO
+from tracekit.parsers.probe import Probe
+from tracekit.timeline import COLUMNS, Timeline, build_table, empty_meta
 
 DEMO = Path(__file__).resolve().parents[1] / "tracekit" / "data" / "demo.sqlite"
 TE, TP = pb.TrackEvent, pb.TracePacket
@@ -254,7 +257,7 @@ def test_convert_cli_writes_pftrace(tmp_path: Path) -> None:
 def test_timeline_save_accepts_perfetto_names(tmp_path: Path) -> None:
     timeline = tracekit.load(DEMO)
     for name in ("a.pftrace", "b.perfetto-trace", "C.PFTRACE"):
-        path = timeline.save(tmp_path / name)
+        path = save(timeline, tmp_path / name)
         assert check_output(path) == path
         assert len(PERFETTO.parse(path)) == len(timeline)
     with pytest.raises(TraceError, match=r"\.pftrace"):
@@ -285,8 +288,8 @@ def test_sniff_by_content(tmp_path: Path) -> None:
         "empty.pftrace": b"",
         "text.pftrace": b"not a trace",
     }
-    timeline.save(tmp_path / "saved.parquet")
-    timeline.save(tmp_path / "saved.arrow")
+    save(timeline, tmp_path / "saved.parquet")
+    save(timeline, tmp_path / "saved.arrow")
     for name, data in others.items():
         (tmp_path / name).write_bytes(data)
     for name in [*others, "saved.parquet", "saved.arrow"]:

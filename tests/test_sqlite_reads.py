@@ -11,7 +11,7 @@ import pytest
 
 import tracekit
 from tests.conftest import sha256
-from tracekit.parsers import _sqlite
+from tracekit.parsers import sqlite as _sqlite
 
 DEMO = Path(__file__).resolve().parents[1] / "tracekit" / "data" / "demo.sqlite"
 

@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import real_file
 from tracekit.engine_frames import STEP_FUNCTIONS
 from tracekit.parsers import msprof
-from tracekit.parsers.msprof import db as msprof_db
+from tracekit.parsers.msprof import db_host as msprof_db
 from tracekit.parsers.msprof import trace_layers
 
 FRAME = re.compile(r"\.py\(\d+\): ")
@@ -32,12 +32,14 @@ FRAME = re.compile(r"\.py\(\d+\): ")
         ("tensorrt_llm/_torch/pyexecutor/py_executor.py(1310): _forward_step", True),
         ("vllm/v1/worker/gpu_model_runner.py(1983): _compute_cascade_attn_prefix_lens", False),
         ("vllm/v1/worker/gpu_model_runner.py(3087): synchronize_input_prep", False),
-        ("/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py(2919): _run_batch_inner",
-         False),
+        (
+            "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py(2919): _run_batch_inner",
+            False,
+        ),
         ("torch/nn/modules/module.py(1773): _call_impl", False),
         ("my_model.py(10): execute_model_inputs", False),
     ],
-)  # fmt: skip
+)
 def test_step_function_frames(name: str, kept: bool) -> None:
     assert (re.search(STEP_FUNCTIONS, name) is not None) == kept
 
@@ -61,8 +63,9 @@ def test_torch_npu_exports_keep_only_step_function_frames(
 
 def _frames(df: pl.DataFrame) -> pl.DataFrame:
     rows = df.with_columns(pl.col("name").cast(pl.String), pl.col("kind").cast(pl.String))
-    return rows.filter(pl.col("name").str.contains(FRAME.pattern)).select("ts", "dur", "kind",
-                                                                        "name")  # fmt: skip
+    return rows.filter(pl.col("name").str.contains(FRAME.pattern)).select(
+        "ts", "dur", "kind", "name"
+    )
 
 
 def test_kineto_keeps_step_function_frames(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 
 from tracekit.errors import TraceError
+from tracekit.export import save
 from tracekit.load import load
 from tracekit.timeline import COLUMNS, SCHEMA, Timeline, build_table
 
@@ -54,7 +55,7 @@ def test_polars_view_and_meta() -> None:
 @pytest.mark.parametrize("suffix", [".parquet", ".arrow"])
 def test_save_and_load_round_trip(tmp_path: Path, suffix: str) -> None:
     tl = _timeline()
-    out = tl.save(tmp_path / f"t{suffix}")
+    out = save(tl, tmp_path / f"t{suffix}")
     back = load(out)
     assert back.meta == tl.meta | {"source": f"t{suffix}"}
     assert back.meta["devices"][0]["name"] == "GPU ü"
@@ -72,7 +73,7 @@ def test_validate_reports_each_problem() -> None:
 
 def test_save_rejects_unknown_suffix(tmp_path: Path) -> None:
     with pytest.raises(TraceError, match=r"use a \.parquet or \.arrow"):
-        _timeline().save(tmp_path / "x.csv")
+        save(_timeline(), tmp_path / "x.csv")
 
 
 def test_arrow_without_tracekit_metadata_is_rejected(tmp_path: Path) -> None:

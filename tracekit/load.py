@@ -4,69 +4,19 @@ from __future__ import annotations
 
 import gc
 import sqlite3
-import zlib
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
-from functools import cached_property
+from contextlib import contextmanager
 from pathlib import Path
 
 from tracekit.errors import TraceError
-from tracekit.parsers._sqlite import open_readonly
+from tracekit.parsers import registry
 from tracekit.parsers.demangle import demangle_events, mangled_left, pycxxfilt
+from tracekit.parsers.probe import Probe
 from tracekit.timeline import Timeline
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
-GZIP_MAGIC = b"\x1f\x8b"
-TEXT_HEAD_IN, TEXT_HEAD_OUT = 1 << 16, 1 << 18  # gzip bytes read, text bytes kept
-
-
-class Probe:
-    """What sniffers look at: the first bytes of a file and, for SQLite, its table names."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.sqlite_error: str | None = None
-        self.head = b""
-        if path.is_file():
-            with path.open("rb") as fh:
-                self.head = fh.read(4096)
-
-    @cached_property
-    def text_head(self) -> bytes:
-        """The first bytes of the file's text: ``head``, or for a gzip file up to 256 KiB
-        inflated from its first 64 KiB (empty when that is not valid gzip). Inflated once
-        per load, however many sniffers look."""
-        if not self.head.startswith(GZIP_MAGIC):
-            return self.head
-        try:
-            with self.path.open("rb") as fh:
-                inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                return inflater.decompress(fh.read(TEXT_HEAD_IN), TEXT_HEAD_OUT)
-        except (zlib.error, OSError, ValueError):
-            return b""
-
-    @property
-    def is_sqlite(self) -> bool:
-        return self.head.startswith(SQLITE_MAGIC)
-
-    @cached_property
-    def tables(self) -> frozenset[str]:
-        """Table names of a SQLite file (empty when it is not one or cannot be read)."""
-        if not self.is_sqlite:
-            return frozenset()
-        try:
-            with closing(open_readonly(self.path)) as con:
-                rows = con.execute("SELECT name FROM sqlite_master WHERE type='table'")
-                return frozenset(r[0] for r in rows)
-        except sqlite3.DatabaseError as exc:
-            self.sqlite_error = str(exc)
-            return frozenset()
 
 
 def supported_formats() -> list[str]:
     """Names of every format ``load`` understands."""
-    from tracekit.parsers import registry
-
     return [p.name for p in registry()]
 
 
@@ -90,8 +40,6 @@ def load(path: str | Path, format: str | None = None, progress=None) -> Timeline
     ``format`` forces a parser by name (see :func:`supported_formats`); ``progress`` is an
     optional callable receiving short phase descriptions while a large trace is read.
     """
-    from tracekit.parsers import registry
-
     path = Path(path)
     if not path.exists():
         raise TraceError(f"{path}: no such file")

@@ -19,7 +19,6 @@ import pyarrow.parquet as pq
 from tracekit.errors import TraceError
 
 SCHEMA_VERSION = 1
-PERFETTO_SUFFIXES = (".pftrace", ".perfetto-trace")
 META_KEY = b"tracekit"
 
 KINDS = ("kernel", "memcpy", "memset", "comm", "sync", "api", "range", "op", "marker")
@@ -106,20 +105,6 @@ def build_table(columns: Mapping[str, Any], length: int | None = None) -> pa.Tab
     return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
 
-def check_output(path: str | Path) -> Path:
-    """Refuse (TraceError) an output name :meth:`Timeline.save` cannot write; return it."""
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in (".parquet", ".arrow", ".feather", ".ipc", *PERFETTO_SUFFIXES):
-        raise TraceError(
-            f"{path}: unknown output type '{suffix}'; use a .parquet or .arrow file name"
-            " (.pftrace for the Perfetto UI)"
-        )
-    if not path.parent.is_dir():
-        raise TraceError(f"{path}: folder {path.parent} does not exist; create it first")
-    return path
-
-
 class Timeline:
     """Events of one trace (an Arrow table in :data:`SCHEMA`) and their metadata."""
 
@@ -175,26 +160,9 @@ class Timeline:
             problems.append(f"kind is null in {missing_kind} rows")
         return problems
 
-    def save(self, path: str | Path) -> Path:
-        """Write the timeline to Parquet (``.parquet``), Arrow IPC (``.arrow``/``.feather``)
-        or a Perfetto trace (``.pftrace``/``.perfetto-trace``, for ui.perfetto.dev)."""
-        path = check_output(path)
-        try:
-            if path.suffix.lower() in PERFETTO_SUFFIXES:
-                from tracekit.parsers.perfetto.write import write_pftrace
-
-                write_pftrace(self, path)
-            elif path.suffix.lower() == ".parquet":
-                pq.write_table(self.events, path, compression="zstd")
-            else:
-                feather.write_feather(self.events, path, compression="zstd")
-        except OSError as exc:
-            raise TraceError(f"{path}: cannot write ({exc.strerror or exc})") from exc
-        return path
-
     @classmethod
     def from_arrow(cls, table: pa.Table, source: str = "") -> Timeline:
-        """Rebuild a Timeline from a table written by :meth:`save`."""
+        """Rebuild a Timeline from a table written by :func:`tracekit.export.save`."""
         raw = (table.schema.metadata or {}).get(META_KEY)
         if raw is None:
             raise TraceError(

@@ -21,9 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from tracekit.parsers.perfetto import protoenc as pe
-from tracekit.parsers.perfetto.lanes import assign_lanes, event_order, slice_ranks
-from tracekit.parsers.perfetto.schema import (
+from tracekit.export.tracks import layout
+from tracekit.pftrace import protoenc as pe
+from tracekit.pftrace.lanes import assign_lanes, event_order, slice_ranks
+from tracekit.pftrace.schema import (
     ANN_ARGS,
     ANN_CORR,
     ANN_ENGINE,
@@ -42,7 +43,6 @@ from tracekit.parsers.perfetto.schema import (
     TRACK_FIELDS,
     VERSION,
 )
-from tracekit.parsers.perfetto.tracks import layout
 from tracekit.timeline import Timeline
 
 BATCH = 1 << 17  # events encoded per numpy pass
@@ -197,7 +197,7 @@ def _dictionary_bytes(values: list[str]) -> tuple[np.ndarray, np.ndarray, np.nda
     return data, np.cumsum(sizes) - sizes, sizes
 
 
-def _annotation(iid: int, value: list[pe.Part], n: int, mask: np.ndarray) -> list[pe.Part]:
+def _annotation(iid: int, value: list[pe.Encoded], n: int, mask: np.ndarray) -> list[pe.Encoded]:
     name = [pe.const(pe.tag(1, pe.WIRE_VARINT) + pe.varint_bytes(iid), n, mask)]
     return pe.field_message(4, [*name, *value], n, mask)
 

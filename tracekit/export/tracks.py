@@ -14,7 +14,7 @@ from typing import Any
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from tracekit.parsers.perfetto.schema import track_description
+from tracekit.pftrace.schema import track_description
 
 Key = tuple[Any, ...]  # (rank, device, stream, pid, tid)
 

@@ -1,26 +1,15 @@
-"""Parser registry: one module per profiler family, each exposing a :class:`Parser`."""
+"""Parser registry: one package per profiler family, each exposing :class:`Parser` objects.
+
+The families share a small toolkit: :mod:`.probe` (what sniffers look at), :mod:`.io`
+(gzip, mapping, whole-file text), :mod:`.convert` (Python values to Arrow columns),
+:mod:`.name_pool` and :mod:`.assemble` (one route to the events table), :mod:`.sqlite`,
+:mod:`.slices` and :mod:`.workers` (large JSON decoded by several processes). No family
+imports another's modules.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from tracekit.load import Probe
-    from tracekit.timeline import Timeline
-
-Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Parser:
-    """A trace format: how to recognise it from content and how to read it."""
-
-    name: str
-    description: str
-    sniff: Callable[[Probe], bool]
-    parse: Callable[..., Timeline]
+from tracekit.parsers.base import Parser
 
 
 def registry() -> list[Parser]:

@@ -9,7 +9,7 @@ import numpy as np
 import numpy.ma  # pa.array(ndarray) imports it on first use: keep that out of the first load
 import pyarrow as pa
 
-from tracekit.parsers.names import NamePool
+from tracekit.parsers.name_pool import NamePool
 from tracekit.timeline import KINDS, SCHEMA
 
 ENGINES = ("sm", "copy", "aic", "aiv", "mix", "ai_cpu", "dsa", "sdma", "comm")

@@ -95,10 +95,12 @@ def demangle_events(events: pa.Table) -> pa.Table:
     out = [c or (n, a) for c, n, a in zip(changed, names.chunks, args.chunks)]
     schema = events.schema
     events = events.set_column(
-        schema.get_field_index("name"), schema.field("name"),
+        schema.get_field_index("name"),
+        schema.field("name"),
         pa.chunked_array([n for n, _ in out], schema.field("name").type),
-    )  # fmt: skip
+    )
     return events.set_column(
-        schema.get_field_index("args"), schema.field("args"),
+        schema.get_field_index("args"),
+        schema.field("args"),
         pa.chunked_array([a for _, a in out], schema.field("args").type),
-    )  # fmt: skip
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tracekit.parsers import Parser, Progress
+from tracekit.parsers.base import Parser, Progress
 from tracekit.timeline import Timeline
 
 

@@ -98,8 +98,9 @@ class SqliteSource:
             return self._read(sql)
         step = (hi - lo + parts) // parts
         bounds = [lo + i * step for i in range(parts)] + [hi + 1]
-        queries = [f"{sql} WHERE t.rowid >= {a} AND t.rowid < {b}"
-                   for a, b in itertools.pairwise(bounds)]  # fmt: skip
+        queries = [
+            f"{sql} WHERE t.rowid >= {a} AND t.rowid < {b}" for a, b in itertools.pairwise(bounds)
+        ]
         with ThreadPoolExecutor(max_workers=parts, thread_name_prefix="sqlite-scan") as pool:
             tables = list(pool.map(self._read, queries))
         return pa.concat_tables(tables, promote_options="permissive")

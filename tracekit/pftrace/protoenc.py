@@ -44,7 +44,7 @@ def as_u64(values: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class Part:
+class Encoded:
     """Bytes of one field part for every row: ``length[i]`` of row ``i``'s ``data`` are used."""
 
     data: np.ndarray  # (n, width) uint8, possibly a broadcast view
@@ -56,14 +56,14 @@ def _masked(length: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     return length * mask if mask is not None else length
 
 
-def const(data: bytes, n: int, mask: np.ndarray | None = None) -> Part:
+def const(data: bytes, n: int, mask: np.ndarray | None = None) -> Encoded:
     """The same bytes in every (masked) row."""
     row = np.frombuffer(data, dtype=np.uint8)
     length = np.full(n, len(data), dtype=np.int64)
-    return Part(np.broadcast_to(row, (n, len(data))), _masked(length, mask))
+    return Encoded(np.broadcast_to(row, (n, len(data))), _masked(length, mask))
 
 
-def varint(values: np.ndarray, mask: np.ndarray | None = None) -> Part:
+def varint(values: np.ndarray, mask: np.ndarray | None = None) -> Encoded:
     """One varint per (masked) row."""
     v = as_u64(values)
     n = len(v)
@@ -76,36 +76,36 @@ def varint(values: np.ndarray, mask: np.ndarray | None = None) -> Part:
     for k in range(width):
         low = ((v >> _U64(7 * k)) & _U64(0x7F)).astype(np.uint8)
         data[:, k] = low | ((size > k + 1).astype(np.uint8) << 7)
-    return Part(data, _masked(size, mask))
+    return Encoded(data, _masked(size, mask))
 
 
-def fixed64(values: np.ndarray, mask: np.ndarray | None = None) -> Part:
+def fixed64(values: np.ndarray, mask: np.ndarray | None = None) -> Encoded:
     """One little-endian 8-byte value per (masked) row."""
     raw = np.ascontiguousarray(as_u64(values).astype("<u8")).view(np.uint8).reshape(-1, 8)
-    return Part(raw, _masked(np.full(len(raw), 8, dtype=np.int64), mask))
+    return Encoded(raw, _masked(np.full(len(raw), 8, dtype=np.int64), mask))
 
 
 def blob(
     data: np.ndarray, starts: np.ndarray, sizes: np.ndarray, mask: np.ndarray | None = None
-) -> Part:
+) -> Encoded:
     """Row ``i`` is ``data[starts[i]:starts[i] + sizes[i]]``; ``data`` must be followed by at
     least ``max(sizes)`` padding bytes (see :func:`padded`)."""
     sizes = _masked(np.asarray(sizes, dtype=np.int64), mask)
     width = int(sizes.max(initial=0))
     if not width:
-        return Part(np.zeros((len(sizes), 0), dtype=np.uint8), sizes)
+        return Encoded(np.zeros((len(sizes), 0), dtype=np.uint8), sizes)
     rows = as_strided(data, shape=(len(data) - width + 1, width), strides=(1, 1), writeable=False)
-    return Part(rows[np.where(sizes > 0, starts, 0)], sizes)
+    return Encoded(rows[np.where(sizes > 0, starts, 0)], sizes)
 
 
 def tail_blob(
     data: np.ndarray, starts: np.ndarray, sizes: np.ndarray, mask: np.ndarray | None = None
-) -> Part:
+) -> Encoded:
     """Like :func:`blob`, for the last bytes of every row: they are copied straight from
     ``data`` when the rows are laid out, never widened into a matrix."""
     sizes = _masked(np.asarray(sizes, dtype=np.int64), mask)
     tail = (data, np.asarray(starts, dtype=np.int64))
-    return Part(np.zeros((len(sizes), 0), dtype=np.uint8), sizes, tail)
+    return Encoded(np.zeros((len(sizes), 0), dtype=np.uint8), sizes, tail)
 
 
 def padded(data: np.ndarray, pad: int) -> np.ndarray:
@@ -113,12 +113,12 @@ def padded(data: np.ndarray, pad: int) -> np.ndarray:
     return np.concatenate([data, np.zeros(pad + 1, dtype=np.uint8)])
 
 
-def field_varint(field: int, values: np.ndarray, mask: np.ndarray | None = None) -> list[Part]:
+def field_varint(field: int, values: np.ndarray, mask: np.ndarray | None = None) -> list[Encoded]:
     """A varint field (int64, uint64, enum, bool)."""
     return [const(tag(field, WIRE_VARINT), len(values), mask), varint(values, mask)]
 
 
-def field_fixed64(field: int, values: np.ndarray, mask: np.ndarray | None = None) -> list[Part]:
+def field_fixed64(field: int, values: np.ndarray, mask: np.ndarray | None = None) -> list[Encoded]:
     """A fixed64 field."""
     return [const(tag(field, WIRE_FIXED64), len(values), mask), fixed64(values, mask)]
 
@@ -131,7 +131,7 @@ def field_blob(
     mask: np.ndarray | None = None,
     tags: np.ndarray | None = None,
     last: bool = False,
-) -> list[Part]:
+) -> list[Encoded]:
     """A bytes/string field; ``tags`` (a field number per row) lets rows pick their field;
     ``last``: the field closes every row (see :func:`tail_blob`)."""
     n = len(starts)
@@ -144,14 +144,14 @@ def field_blob(
 
 
 def field_message(
-    field: int, children: list[Part], n: int, mask: np.ndarray | None = None
-) -> list[Part]:
+    field: int, children: list[Encoded], n: int, mask: np.ndarray | None = None
+) -> list[Encoded]:
     """A nested message field made of ``children`` (already masked to a subset of ``mask``)."""
     body = _masked(message_length(children, n), mask)
     return [const(tag(field, WIRE_BYTES), n, mask), varint(body, mask), *children]
 
 
-def message_length(parts: list[Part], n: int) -> np.ndarray:
+def message_length(parts: list[Encoded], n: int) -> np.ndarray:
     """Encoded length per row of a list of parts."""
     total = np.zeros(n, dtype=np.int64)
     for part in parts:
@@ -159,7 +159,7 @@ def message_length(parts: list[Part], n: int) -> np.ndarray:
     return total
 
 
-def encode(parts: list[Part], n: int) -> np.ndarray:
+def encode(parts: list[Encoded], n: int) -> np.ndarray:
     """Serialize ``n`` rows of ``parts`` back to back into one uint8 array."""
     tail = parts[-1] if parts and parts[-1].tail is not None else None
     parts = _merge_consts(parts[:-1] if tail is not None else parts)
@@ -220,9 +220,9 @@ def gather_slices(buf: np.ndarray, off: np.ndarray, size: np.ndarray) -> np.ndar
     return buf[np.cumsum(step)]
 
 
-def _merge_consts(parts: list[Part]) -> list[Part]:
+def _merge_consts(parts: list[Encoded]) -> list[Encoded]:
     """Fuse neighbouring constant parts present in the same rows into one."""
-    out: list[Part] = []
+    out: list[Encoded] = []
     for part in parts:
         prev = out[-1] if out else None
         if (
@@ -233,13 +233,13 @@ def _merge_consts(parts: list[Part]) -> list[Part]:
         ):
             row = np.concatenate([prev.data[0], part.data[0]]) if len(part.length) else prev.data[0]
             length = (prev.length > 0) * len(row)
-            out[-1] = Part(np.broadcast_to(row, (len(part.length), len(row))), length)
+            out[-1] = Encoded(np.broadcast_to(row, (len(part.length), len(row))), length)
         else:
             out.append(part)
     return out
 
 
-def _is_const(part: Part) -> bool:
+def _is_const(part: Encoded) -> bool:
     return (
         part.data.strides[0] == 0
         and len(part.length) > 0

@@ -7,9 +7,8 @@ from typing import Any
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from tracekit.timeline import PERFETTO_SUFFIXES
+from tracekit.pftrace import SUFFIXES
 
-SUFFIXES = PERFETTO_SUFFIXES  # .pftrace, .perfetto-trace
 GZIP_SUFFIXES = tuple(s + ".gz" for s in SUFFIXES)
 VERSION = 1
 SEQUENCE = 1  # trusted_packet_sequence_id of everything tracekit writes

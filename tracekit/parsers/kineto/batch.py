@@ -17,9 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracekit.parsers.assemble import Part, assemble
-from tracekit.parsers.columns import floats, texts
-from tracekit.parsers.kineto.decode import to_ns, typed_ints
-from tracekit.parsers.names import NamePool
+from tracekit.parsers.convert import floats, ints, texts, to_ns
+from tracekit.parsers.name_pool import NamePool
 
 NONE_STREAMS = (-1, 4294967295)
 
@@ -37,47 +36,9 @@ ARGS_BY_KIND: dict[str, tuple[str, ...]] = {
 _RAW_KEYS = ("grid", "block")  # JSON text as the trace wrote it
 _FLOAT_KEYS = ("occupancy", "bandwidth")
 _TEXT_KEYS = ("collective", "dtype", "pg_name", "pg_desc", "pg_ranks")
-_NONE = type(None)
 
 
-def _ints(values: list[Any], typed: bool = False) -> pa.Array:
-    """Integers where the values are integers (or integral text); null elsewhere.
-    ``typed``: the values come from the typed decoder (see :func:`typed_ints`)."""
-    if values and values[0] is None and values.count(None) == len(values):
-        return pa.nulls(len(values), pa.int64())  # e.g. no host op has a correlation id
-    ints = typed_ints(values) if typed else None
-    if ints is not None:
-        return ints
-    # Text, floats and bools (pyarrow would truncate 1.5 to 1 and read True as 1): typically
-    # a few odd values among many integers.
-    odd = [i for i, kind in enumerate(map(type, values)) if kind is not int and kind is not _NONE]
-    if odd:
-        values = values.copy()
-        for i in odd:
-            values[i] = _as_int(values[i])
-    try:
-        return pa.array(values, pa.int64())
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # an int beyond 64 bits
-        return pa.array([_as_int(v) for v in values], pa.int64())
-
-
-def _as_int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if -(2**63) <= value < 2**63 else None
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        text = value.strip().removeprefix("stream ").strip()
-        try:
-            return int(text, 16) if text.lower().startswith("0x") else int(text)
-        except ValueError:
-            return None
-    return None
-
-
-_LIST_OR_NONE = {list, _NONE}
+_LIST_OR_NONE = {list, type(None)}
 _JSON_LIST_OR_NULL = re.compile(rb"\[[^\[\]]*\]|null")
 
 
@@ -179,8 +140,9 @@ NEGATIVE_DUR = "{n} {kind} events with negative dur; read as 0 ns"
 class Batch:
     """The groups of a few pieces, turned into one timeline table by :meth:`table`."""
 
-    def __init__(self, groups: dict[str, Group], typed: bool, rank: int,
-                 rank_in_args: bool) -> None:  # fmt: skip
+    def __init__(
+        self, groups: dict[str, Group], typed: bool, rank: int, rank_in_args: bool
+    ) -> None:
         """``typed``: every value came from the typed decoder (see :func:`typed_ints`)."""
         self.groups = groups
         self.typed = typed
@@ -193,8 +155,8 @@ class Batch:
         pool = NamePool()
         return assemble([self._part(self.groups[key], pool) for key in sorted(self.groups)], pool)
 
-    def _ints(self, values: list[Any]) -> pa.Array:
-        return _ints(values, self.typed)
+    def _int_column(self, values: list[Any]) -> pa.Array:
+        return ints(values, self.typed)
 
     def _durations(self, values: list[Any], kind: str) -> np.ndarray:
         dur, ok = to_ns(values, typed=self.typed)
@@ -204,22 +166,25 @@ class Batch:
 
     def _part(self, group: Group, pool: NamePool) -> Part:
         n, kind, column = group.rows, group.kind, group.column
-        columns: dict[str, Any] = {"corr": self._ints(column("correlation")), "rank": self.rank}
+        columns: dict[str, Any] = {
+            "corr": self._int_column(column("correlation")),
+            "rank": self.rank,
+        }
         if self.rank_in_args:
-            columns["rank"] = self._ints(column("rank")).fill_null(self.rank)
+            columns["rank"] = self._int_column(column("rank")).fill_null(self.rank)
         if group.on_device:
-            device = self._ints(column("device"))
+            device = self._int_column(column("device"))
             if device.null_count:
-                device = pc.coalesce(device, self._ints(column("pid")))
-            stream = self._ints(column("stream"))
+                device = pc.coalesce(device, self._int_column(column("pid")))
+            stream = self._int_column(column("stream"))
             if stream.null_count:
-                stream = pc.coalesce(stream, self._ints(column("tid")))
+                stream = pc.coalesce(stream, self._int_column(column("tid")))
             columns["device"] = device
             columns["stream"] = _without_sentinels(stream)
         else:
             columns["device"] = -1
-            columns["pid"] = self._ints(column("pid"))
-            columns["tid"] = self._ints(column("tid"))
+            columns["pid"] = self._int_column(column("pid"))
+            columns["tid"] = self._int_column(column("tid"))
         if kind in ARGS_BY_KIND:
             columns["args"] = self._args(group, n)
         name = pool.from_strings(texts(column("name")))
@@ -245,7 +210,7 @@ class Batch:
             elif key in _FLOAT_KEYS:
                 array = floats(values)
             else:
-                array = self._ints(values)
+                array = self._int_column(values)
             if key in NCCL[1:]:
                 valid = kept["collective"].is_valid()
                 array = pc.if_else(valid, array, pa.scalar(None, array.type))

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracekit.engine_frames import STEP_FUNCTIONS
-from tracekit.parsers.columns import field_values, take, texts
+from tracekit.parsers.convert import field_values, take, texts, to_ns
 from tracekit.parsers.kineto.batch import (
     ARGS_BY_KIND,
     NCCL,
@@ -30,7 +30,6 @@ from tracekit.parsers.kineto.decode import (
     KEPT_PHASES,
     SKIP_GROUP,
     LenientEvent,
-    to_ns,
 )
 
 # category -> (kind, engine, on a device)
@@ -203,8 +202,7 @@ class EventColumns:
         group.rows += n
 
     @staticmethod
-    def _collect_args(group: Group, get: Callable[[str], list[Any]], legacy: bool,
-                      n: int) -> None:  # fmt: skip
+    def _collect_args(group: Group, get: Callable[[str], list[Any]], legacy: bool, n: int) -> None:
         collectives = False  # "collective" comes before the NCCL details in ARGS_BY_KIND
         for key in ARGS_BY_KIND[group.kind]:
             if key in NCCL[1:] and not collectives:

@@ -6,28 +6,13 @@ converted to integer ns without passing large epoch values through float multipl
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, ClassVar, Union
 
 import msgspec
-import numpy as np
-import polars as pl
-import pyarrow as pa
 
 from tracekit.errors import TraceError
-from tracekit.load import GZIP_MAGIC
 from tracekit.parsers.kineto.escapes import utf8_replaced, without_lone_surrogates
-
-try:  # ISA-L inflates about three times faster than zlib; same format, same checks
-    from isal import isal_zlib as _zlib
-except ImportError:  # pragma: no cover - isal ships wheels for the common platforms
-    import zlib as _zlib  # type: ignore[no-redef]
-
-EXACT_FLOAT_US = 2.0**43  # below this a float µs value still resolves single ns
-MAX_US = (2**63 - 1) // 1000  # the largest µs value whose ns fit in int64
-
 
 Text = bytes | bytearray | memoryview  # JSON text as read, or a view of part of it
 Int = int | str | None  # some producers write numbers as text ("bytes": "2560")
@@ -213,70 +198,6 @@ def is_bare_list(data: Text) -> bool:
     return bytes(data[:4096]).lstrip()[:1] == b"["
 
 
-InflateError = _zlib.error
-_INPUT_BYTES = 1 << 20
-
-
-def gzip_inflater() -> Any:
-    """A decompressor of one gzip member (ISA-L's, which releases the GIL, where installed)."""
-    return _zlib.decompressobj(16 + _zlib.MAX_WBITS)
-
-
-def gzip_chunks(data: bytes, size: int, first: int | None = None) -> Iterator[bytes]:
-    """The inflated text of every gzip member of ``data``, at most ``size`` bytes at a time;
-    at most ``first`` bytes in the first chunk, doubling from there up to ``size``.
-
-    The input goes in 1 MB at a time: a decompressor keeps the input it has not used as a new
-    bytes object after every call, which would copy the rest of a large file each time.
-    """
-    limit = min(size, first or size)
-    view, pos = memoryview(data), 0
-    left = b""  # input after the end of the last member
-    while (bytes(left[:2]) + bytes(view[pos : pos + max(0, 2 - len(left))])) == GZIP_MAGIC:
-        inflater = gzip_inflater()
-        while not inflater.eof:
-            if inflater.unconsumed_tail:
-                given = inflater.unconsumed_tail
-            elif left:
-                given, left = left, b""
-            else:
-                given = view[pos : pos + _INPUT_BYTES]
-                pos += len(given)
-                if not given:
-                    raise InflateError("unexpected end of stream")
-            text = inflater.decompress(given, limit)
-            if text:
-                yield text
-                limit = min(size, 2 * limit)
-        left = inflater.unused_data
-
-
-def gzipped(path: Path) -> bool:
-    """True when the file starts with the gzip magic."""
-    with path.open("rb") as fh:
-        return fh.read(2) == GZIP_MAGIC
-
-
-def read_bytes(path: Path) -> bytes:
-    """The file's JSON text, un-gzipped (every gzip member) when it is compressed."""
-    data = path.read_bytes()
-    if data[:2] != GZIP_MAGIC:
-        return data
-    parts = []
-    try:
-        while data[:2] == GZIP_MAGIC:
-            inflater = gzip_inflater()
-            parts.append(inflater.decompress(data))
-            if not inflater.eof:
-                raise _zlib.error("unexpected end of stream")
-            data = inflater.unused_data
-    except _zlib.error as exc:
-        raise TraceError(
-            f"{path}: gzip stream is truncated or corrupt ({exc}); copy the trace again"
-        ) from exc
-    return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
 def decode(path: Path, data: Text, warnings: list[str]) -> Trace | LenientTrace:
     """Decode a Chrome trace object or a bare event list into a :class:`Trace`."""
     bare = is_bare_list(data)
@@ -320,85 +241,3 @@ def _raw_timestamps(data: Text) -> list[bytes | None]:
     else:
         events = msgspec.json.decode(data, type=_RawTrace).traceEvents or []
     return [None if e.ts == b"null" else bytes(e.ts) for e in events]
-
-
-def typed_ints(values: list[Any]) -> pa.Array | None:
-    """An int64 array of ``values`` when every one is an int (or None), else None.
-
-    Only for values from the typed decoder, which never yields bools: polars would read
-    ``True`` as 1. It converts Python ints about three times faster than pyarrow.
-    """
-    try:
-        return pl.Series(values, dtype=pl.Int64).to_arrow()
-    except (TypeError, OverflowError, pl.exceptions.PolarsError):
-        return None
-
-
-def to_ns(values: list[Any], raw: Any = None,
-          typed: bool = False) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """Convert µs values (int, float, numeric text) to int64 ns; also return a valid mask.
-
-    Floats too large to resolve ns (epoch µs with fractions) are re-read from their JSON
-    text via ``raw()``, a callable returning the raw text of every value. ``typed``: the
-    values come from the typed decoder (see :func:`typed_ints`).
-    """
-    ints = typed_ints(values) if typed else None
-    if ints is not None:
-        return _int_us_to_ns(ints)
-    try:
-        arr = pa.array(values)
-        if pa.types.is_integer(arr.type) or pa.types.is_null(arr.type):
-            return _int_us_to_ns(arr.cast(pa.int64()))
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # e.g. beyond 64 bits
-        return _text_to_ns([None if v is None else str(v) for v in values])
-    if not pa.types.is_floating(arr.type):
-        return _text_to_ns([None if v is None else str(v) for v in values])
-    floats = arr.to_numpy(zero_copy_only=False)
-    valid = ~np.isnan(floats) & (np.abs(floats) < MAX_US)  # float(MAX_US) rounds up
-    clean = np.where(valid, floats, 0.0)
-    whole = np.floor(clean)
-    ns = whole.astype(np.int64) * 1000 + np.rint((clean - whole) * 1000).astype(np.int64)
-    # A float this large may already have lost the ns digits that its text carried.
-    coarse = valid & (np.abs(clean) >= EXACT_FLOAT_US)
-    if coarse.any() and raw is not None:
-        texts = raw()
-        idx = np.nonzero(coarse)[0]
-        exact, ok = _text_to_ns([texts[i] for i in idx])
-        ns[idx] = np.where(ok, exact, ns[idx])
-    return ns, valid
-
-
-def _int_us_to_ns(us: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """int64 µs -> (ns, valid): null, and values whose ns would not fit in int64, are
-    invalid."""
-    values = us.fill_null(0).to_numpy(zero_copy_only=False)
-    valid = us.is_valid().to_numpy(zero_copy_only=False) & (values >= -MAX_US) & (values <= MAX_US)
-    return np.where(valid, values, 0) * 1000, valid
-
-
-def _text_to_ns(texts: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """Decimal µs text -> int64 ns, vectorised; exponent forms go through ``Decimal``."""
-    strings = [t.decode("ascii", "replace") if isinstance(t, bytes) else t for t in texts]
-    series = pl.Series(strings, dtype=pl.String).str.strip_chars().str.strip_chars('"')
-    parts = series.str.split_exact(".", 1)
-    whole_text = parts.struct.field("field_0")
-    frac_text = parts.struct.field("field_1").fill_null("")
-    whole = whole_text.cast(pl.Int64, strict=False)
-    whole = pl.when(whole.is_between(-MAX_US, MAX_US)).then(whole)  # null where ns overflow
-    digits = (frac_text + "0000").str.slice(0, 4)
-    frac = digits.str.slice(0, 3).cast(pl.Int64, strict=False)
-    round_up = (digits.str.slice(3, 1) >= "5").cast(pl.Int64)
-    magnitude = whole.abs() * 1000 + frac + round_up
-    ns = pl.when(series.str.starts_with("-")).then(-magnitude).otherwise(magnitude)
-    frame = pl.DataFrame({"ns": pl.select(ns).to_series(), "text": series})
-    ok = frame["ns"].is_not_null() & frac_text.str.contains(r"^[0-9]*$")
-    out = frame["ns"].fill_null(0).to_numpy().copy()
-    valid = ok.to_numpy().copy()
-    for i in np.nonzero(~valid & series.is_not_null().to_numpy())[0]:
-        try:  # exponent notation such as 1.7e15, rare enough for a per-value path
-            ns_value = int((Decimal(series[int(i)]) * 1000).to_integral_value())
-        except (InvalidOperation, ValueError, OverflowError):  # OverflowError: "inf"
-            continue
-        if abs(ns_value) <= MAX_US * 1000:
-            out[i], valid[i] = ns_value, True
-    return out, valid

@@ -3,20 +3,38 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from tracekit.errors import TraceError
-from tracekit.parsers.kineto import chunks
-from tracekit.parsers.kineto.chunks import Slice, SliceResult
+from tracekit.parsers.kineto.collect import EventColumns, render_warnings
 from tracekit.parsers.kineto.decode import Text, decode, raw_timestamps
-from tracekit.parsers.kineto.rows import EventColumns, render_warnings
+from tracekit.parsers.slices import Slice, slice_text, subdivide
+
+# Events are decoded and their values collected this many bytes of JSON at a time: the
+# decoded objects are still in cache when read, and the memory they free is reused by the
+# next piece. The values become Arrow columns once per batch, each call's cost paid once.
+PIECE_BYTES = 2 << 20
+BATCH_BYTES = 8 << 20
 
 
-def read_events(events: list[Any], data: Text, rank: int, include_python: bool,
-                rank_in_args: bool) -> EventColumns:  # fmt: skip
+@dataclass
+class SliceResult:
+    """The events table of a slice (or of the whole trace), with what reading it repaired,
+    the unknown categories and the warnings."""
+
+    table: pa.Table
+    repairs: Counter[tuple[str, str]]
+    unknown: Counter[str]
+    warnings: list[str]
+
+
+def read_events(
+    events: list[Any], data: Text, rank: int, include_python: bool, rank_in_args: bool
+) -> EventColumns:
     """The kept values of ``events``, collected; ``data`` (their JSON text) is not kept."""
     columns = EventColumns(rank, include_python, rank_in_args=rank_in_args)
     columns.add(events, lambda: raw_timestamps(data))
@@ -36,7 +54,7 @@ class TableBuilder:
 
     Each piece's events are freed as soon as their values are collected: small pieces keep
     the decoded objects in cache and the memory they free is reused by the next piece. The
-    values become Arrow columns once per :data:`chunks.BATCH_BYTES` of text, so that the
+    values become Arrow columns once per :data:`BATCH_BYTES` of text, so that the
     pieces do not each pay the conversions' fixed cost.
     """
 
@@ -53,7 +71,7 @@ class TableBuilder:
         self.columns.add(events, lambda: raw_timestamps(text))
         del events
         self._batched += len(text)
-        if self._batched >= chunks.BATCH_BYTES:
+        if self._batched >= BATCH_BYTES:
             self.tables.append(to_table(self.columns))
             self._batched = 0
 
@@ -62,24 +80,25 @@ class TableBuilder:
         if self.columns.rows or not self.tables:
             self.tables.append(to_table(self.columns))
         warnings = list(dict.fromkeys(self.warnings))
-        return SliceResult(_concat(self.tables), self.columns.repairs, self.columns.unknown,
-                           warnings)  # fmt: skip
+        return SliceResult(
+            _concat(self.tables), self.columns.repairs, self.columns.unknown, warnings
+        )
 
 
 def piece_table(data: bytes | bytearray, piece: Slice, **options: Any) -> SliceResult:
     """The timeline table of the events in ``piece`` of ``data``, decoded a few MB at a time
-    (:data:`chunks.PIECE_BYTES`); raises :class:`TraceError` when they are not valid JSON."""
-    parts = chunks.subdivide(data, piece, chunks.PIECE_BYTES)
+    (:data:`PIECE_BYTES`); raises :class:`TraceError` when they are not valid JSON."""
+    parts = subdivide(data, piece, PIECE_BYTES)
     builder = TableBuilder(options)
     try:
         for part in parts:
-            builder.add(chunks.slice_text(data, part))
+            builder.add(slice_text(data, part))
     except TraceError:
         if len(parts) == 1:
             raise
         # A cut that looked like "}, {" inside a string: decode the piece in one go.
         builder = TableBuilder(options)
-        builder.add(chunks.slice_text(data, piece))
+        builder.add(slice_text(data, piece))
     return builder.result()
 
 

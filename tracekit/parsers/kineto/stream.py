@@ -2,7 +2,7 @@
 
 A thread reads the file and inflates it (file reads and ISA-L release the GIL, so this takes
 the other core) and hands over 1 MB of JSON first, then twice as much each time up to
-:data:`chunks.PIECE_BYTES`; the calling thread cuts the text after the last whole event,
+:data:`.events.PIECE_BYTES`; the calling thread cuts the text after the last whole event,
 decodes that piece in place and collects its values. The whole text is never held at once.
 Anything unexpected (no ``traceEvents`` key near the start, a cut inside a string, metadata
 after the events that changes how rows are read) returns None, and the caller reads the
@@ -22,10 +22,11 @@ import numpy as np
 import pyarrow as pa
 
 from tracekit.errors import TraceError
-from tracekit.parsers.kineto import chunks
-from tracekit.parsers.kineto.chunks import SliceResult
-from tracekit.parsers.kineto.decode import GZIP_MAGIC, InflateError, decode, gzip_chunks
-from tracekit.parsers.kineto.events import TableBuilder
+from tracekit.parsers import slices
+from tracekit.parsers.io import GZIP_MAGIC, InflateError, gzip_chunks
+from tracekit.parsers.kineto import events
+from tracekit.parsers.kineto.decode import decode
+from tracekit.parsers.kineto.events import SliceResult, TableBuilder
 
 _HEAD_LIMIT = 1 << 20  # the events array starts within this many bytes, or we decline
 # The first chunk is this small and chunks double from there, so that the first piece (cut
@@ -99,7 +100,7 @@ def read(path: Path, options_of: Any) -> tuple[Any, SliceResult, list[str]] | No
     ``options_of(trace)`` gives the row options for the trace's metadata; they must come out
     the same from the metadata before the events as from all of it.
     """
-    reader = _Reader(path, chunks.PIECE_BYTES)
+    reader = _Reader(path, events.PIECE_BYTES)
     reader.start()
     try:
         return _read(path, reader.texts(), options_of)
@@ -110,8 +111,9 @@ def read(path: Path, options_of: Any) -> tuple[Any, SliceResult, list[str]] | No
         reader.join()
 
 
-def _read(path: Path, texts: Iterator[bytes],
-          options_of: Any) -> tuple[Any, SliceResult, list[str]] | None:  # fmt: skip
+def _read(
+    path: Path, texts: Iterator[bytes], options_of: Any
+) -> tuple[Any, SliceResult, list[str]] | None:
     found = _head(texts)
     if found is None:
         return None
@@ -148,9 +150,9 @@ def _head(texts: Iterator[bytes]) -> tuple[bytes, bytearray] | None:
     pending = bytearray()
     for text in texts:
         pending += text
-        if chunks.events_start(pending) is not None or len(pending) > _HEAD_LIMIT:
+        if slices.events_start(pending) is not None or len(pending) > _HEAD_LIMIT:
             break
-    start = chunks.events_start(pending)
+    start = slices.events_start(pending)
     if start is None:
         return None
     head = bytes(pending[: start - 1])
@@ -166,13 +168,13 @@ def _pieces(texts: Iterator[bytes], pending: bytearray) -> Iterator[memoryview]:
     the comma before the next event becomes its ``[`` and the text before it is dropped (in
     place, or by one copy of the text kept when CPython shrinks the buffer).
     """
-    enough = min(_FIRST_CHUNK, chunks.PIECE_BYTES) // 2  # the first piece: small and early
+    enough = min(_FIRST_CHUNK, events.PIECE_BYTES) // 2  # the first piece: small and early
     for text in itertools.chain([b""], texts):  # the text read with the head comes first
         pending += text
         # Text within MAX_TRAILER of the end read so far may be past the events (keys after
         # them can hold arrays of objects): no cut there until the whole file is read.
-        upper = len(pending) - chunks.MAX_TRAILER
-        found = chunks.last_between(pending, 0, upper) if upper >= enough else None
+        upper = len(pending) - slices.MAX_TRAILER
+        found = slices.last_between(pending, 0, upper) if upper >= enough else None
         if found is None:
             continue
         end = found.start() + 1  # just after the "}" of the piece's last event
@@ -182,13 +184,13 @@ def _pieces(texts: Iterator[bytes], pending: bytearray) -> Iterator[memoryview]:
             yield piece
         pending[comma] = ord("[")
         del pending[:comma]
-        enough = chunks.PIECE_BYTES // 2
+        enough = events.PIECE_BYTES // 2
 
 
 def _array_end(text: bytearray, bare: bool) -> int | None:
     """Index of the ``]`` closing the events: the last byte of a bare list, or the one that
     the rest of the trace object follows."""
     if not bare:
-        return chunks.array_end(text, 1)  # text[0] is the "[" opening the events
-    end = chunks.text_end(text, 0, len(text)) - 1
+        return slices.array_end(text, 1)  # text[0] is the "[" opening the events
+    end = slices.text_end(text, 0, len(text)) - 1
     return end if end >= 0 and text[end] == ord("]") else None

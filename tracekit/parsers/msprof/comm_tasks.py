@@ -25,6 +25,8 @@ import json
 import numpy as np
 import polars as pl
 
+from tracekit.parsers.convert import column_or_null
+
 NOTIFY_TYPES = (
     "Notify Wait",
     "Notify Record",
@@ -46,15 +48,14 @@ def operators(frames: list[pl.DataFrame]) -> pl.DataFrame | None:
         f.filter(
             (pl.col("kind") == "comm")
             & (pl.col("engine") == "comm")
-            & ~_column(f, "args", pl.String).fill_null("").str.contains('"op":', literal=True)
+            & ~column_or_null(f, "args", pl.String)
+            .fill_null("")
+            .str.contains('"op":', literal=True)
         ).select(
             "ts",
             "dur",
             "name",
-            *(
-                _column(f, c, pl.Int64).cast(pl.Int64).alias(c)
-                for c in ("device", "stream", "corr")
-            ),
+            *(column_or_null(f, c, pl.Int64, cast=True) for c in ("device", "stream", "corr")),
         )
         for f in frames
         if f.height and {"kind", "engine"} <= set(f.columns)
@@ -63,13 +64,9 @@ def operators(frames: list[pl.DataFrame]) -> pl.DataFrame | None:
     return pl.concat(found, how="vertical_relaxed") if found else None
 
 
-def _column(frame: pl.DataFrame, name: str, dtype: pl.DataType) -> pl.Expr:
-    return pl.col(name) if name in frame.columns else pl.lit(None, dtype)
-
-
 def _key(frame: pl.DataFrame) -> pl.Expr:
-    column = pl.col("device") if "device" in frame.columns else pl.lit(None, pl.Int64)
-    return column.cast(pl.Int64).fill_null(_NO_DEVICE).alias("_dev")
+    device = column_or_null(frame, "device", pl.Int64, cast=True)
+    return device.fill_null(_NO_DEVICE).alias("_dev")
 
 
 def _by_connection(rows: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:

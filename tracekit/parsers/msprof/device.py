@@ -13,10 +13,9 @@ already leave it out); HCCL operators are represented by their ``comm`` row inst
 
 from __future__ import annotations
 
-from typing import Any
-
 import polars as pl
 
+from tracekit.parsers.convert import column_or_null
 from tracekit.parsers.msprof import mc2
 from tracekit.parsers.msprof.engines import classify
 from tracekit.parsers.msprof.rows import NO_ID, Field, not_sentinel, per_distinct_row, with_args
@@ -128,17 +127,18 @@ def attach(tasks: pl.DataFrame, details: pl.DataFrame) -> tuple[pl.DataFrame, pl
     return tasks.drop("_i").hstack(joined), unmatched
 
 
-def _col(frame: pl.DataFrame, name: str, dtype: Any = pl.String) -> pl.Expr:
-    return pl.col(name) if name in frame.columns else pl.lit(None, dtype)
-
-
 def task_rows(frame: pl.DataFrame, device: int | None, detail_time: bool = False) -> pl.DataFrame:
     """Timeline rows of device tasks carrying ``d_*`` detail columns (any may be missing).
 
     ``detail_time`` takes start and duration from the detail row where one matched (task_time
     and op_summary time the same task slightly differently; op_statistic sums the latter)."""
-    d = lambda name, dtype=pl.String: _col(frame, f"d_{name}", dtype)  # noqa: E731
-    c = lambda name, dtype=pl.String: _col(frame, name, dtype)  # noqa: E731
+
+    def d(name: str, dtype: pl.DataType = pl.String) -> pl.Expr:
+        return column_or_null(frame, f"d_{name}", dtype)
+
+    def c(name: str, dtype: pl.DataType = pl.String) -> pl.Expr:
+        return column_or_null(frame, name, dtype)
+
     keys = frame.with_columns(
         _n=pl.coalesce(d("name"), c("name"), c("task_type")), _c=d("core"), _t=c("task_type")
     ).select("_n", "_c", "_t")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from tracekit.parsers.convert import column_or_null
 from tracekit.parsers.msprof import mc2
 from tracekit.parsers.msprof.engines import hccl_task_kind, transport_engine
 from tracekit.parsers.msprof.rows import not_sentinel, with_args
@@ -79,10 +80,8 @@ def match_planes(
 
 def _device(frame: pl.DataFrame, device: int | None) -> pl.Expr:
     """The rows' own device (from their process or table) where known, else ``device``."""
-    fallback = pl.lit(device, pl.Int64)
-    if "device" not in frame.columns:
-        return fallback.cast(pl.Int32).alias("device")
-    return pl.coalesce(pl.col("device").cast(pl.Int64), fallback).cast(pl.Int32).alias("device")
+    own = column_or_null(frame, "device", pl.Int64, cast=True)
+    return pl.coalesce(own, pl.lit(device, pl.Int64)).cast(pl.Int32).alias("device")
 
 
 def _group(thread: pl.Expr) -> pl.Expr:
@@ -129,13 +128,12 @@ def op_streams(
         )
         stream = pl.concat([stream, found], how="vertical_relaxed")
     out = ops.join(stream, on="_o", how="left").drop("_o")
-    own = pl.col("device").cast(pl.Int64) if "device" in out.columns else pl.lit(None, pl.Int64)
+    own = column_or_null(out, "device", pl.Int64, cast=True)
     return out.with_columns(pl.coalesce(own, pl.col("_tdev")).alias("device")).drop("_tdev")
 
 
 def _task_device(tasks: pl.DataFrame) -> pl.Expr:
-    device = pl.col("device") if "device" in tasks.columns else pl.lit(None)
-    return device.cast(pl.Int64).alias("_tdev")
+    return column_or_null(tasks, "device", pl.Int64, cast=True).alias("_tdev")
 
 
 def op_rows(ops: pl.DataFrame, device: int | None) -> pl.DataFrame:
@@ -232,7 +230,7 @@ def task_rows(tasks: pl.DataFrame, ops: pl.DataFrame | None, device: int | None)
         ("mc2", pl.when(aicpu).then(pl.col("_op").str.replace(r"(?i)aicpu$", "")), "text"),
     ]
     moves = hccl_task_kind(task_type) == "memcpy"
-    corr = pl.col("hw_corr") if "hw_corr" in tasks.columns else pl.lit(None, pl.Int64)
+    corr = column_or_null(tasks, "hw_corr", pl.Int64)
     return with_args(
         tasks,
         tasks.select(

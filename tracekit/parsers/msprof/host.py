@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import polars as pl
 
+from tracekit.parsers.convert import column_or_null
 from tracekit.parsers.msprof.rows import not_sentinel, with_args
 
 
 def host_rows(frame: pl.DataFrame) -> pl.DataFrame:
     """Timeline rows of one host frame from :mod:`.trace_json` (kind already set)."""
-    c = lambda name, dtype=pl.String: (  # noqa: E731
-        pl.col(name) if name in frame.columns else pl.lit(None, dtype)
-    )
+
+    def c(name: str, dtype: pl.DataType = pl.String) -> pl.Expr:
+        return column_or_null(frame, name, dtype)
+
     fields = [
         ("level", c("level"), "text"),
         ("mode", c("mode"), "text"),

@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tracekit.errors import TraceError
+from tracekit.parsers.io import GZIP_MAGIC, SQLITE_MAGIC, inflate_head
 from tracekit.parsers.msprof.csv_tables import csv_role, read_header
 from tracekit.parsers.msprof.device_index import MEMORY_CSVS
 
 OUTPUT = "ASCEND_PROFILER_OUTPUT"
 MS_OUTPUT = "mindstudio_profiler_output"
-SQLITE_MAGIC = b"SQLite format 3\x00"
-_TIMELINE_JSON = re.compile(r"^(trace_view|msprof(_\d+)*(_slice_\d+)?(_\d+)*)\.json(\.gz)?$")
+TIMELINE_JSON = re.compile(r"^(trace_view|msprof(_\d+)*(_slice_\d+)?(_\d+)*)\.json(\.gz)?$")
 _LEGACY_JSON = re.compile(r"^(msprof|task_time|hccl|step_trace)_(\d+)_(\d+)_(\d+)\.json$")
 _DEVICE_DIR = re.compile(r"^device_(\d+)$")
 _RANK_NAME = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
@@ -95,13 +95,8 @@ def json_is_ascend(path: Path, limit: int = 4 << 20) -> bool:
             head = fh.read(limit)
     except OSError:
         return False
-    if head[:2] == b"\x1f\x8b":
-        import zlib
-
-        try:
-            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, limit)
-        except zlib.error:
-            return False
+    if head.startswith(GZIP_MAGIC):
+        head = inflate_head(head, limit)  # empty when it is not valid gzip
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if text[:1] not in (b"[", b"{"):
         return False
@@ -131,7 +126,7 @@ def _known_csv(name: str) -> str | None:
 
 def _text_source(folder: Path, root: Path) -> Source | None:
     """The text files of an ASCEND_PROFILER_OUTPUT / mindstudio_profiler_output folder."""
-    timeline = [p for p in sorted(folder.iterdir()) if p.is_file() and _TIMELINE_JSON.match(p.name)]
+    timeline = [p for p in sorted(folder.iterdir()) if p.is_file() and TIMELINE_JSON.match(p.name)]
     roles = _csvs(folder)
     if not timeline and not roles.get("op") and not roles.get("task_time"):
         return None

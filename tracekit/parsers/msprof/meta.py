@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tracekit.parsers.convert import as_int
+
 PLATFORMS = {"1": "Ascend910", "5": "Ascend910B"}
 VENDOR = "Huawei"
 
@@ -24,13 +26,6 @@ def _json(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return value if isinstance(value, dict) else None
-
-
-def _int(value: Any) -> int | None:
-    try:
-        return int(str(value).strip())
-    except (TypeError, ValueError):
-        return None
 
 
 def device_info(paths: list[Path]) -> tuple[dict[int, dict[str, Any]], dict[str, Any]]:
@@ -47,14 +42,14 @@ def device_info(paths: list[Path]) -> tuple[dict[int, dict[str, Any]], dict[str,
         if isinstance(info.get("rank_id"), int) and info["rank_id"] >= 0:
             run["rank"] = info["rank_id"]
         for dev in info.get("DeviceInfo") or []:
-            if not isinstance(dev, dict) or _int(dev.get("id")) is None:
+            if not isinstance(dev, dict) or as_int(dev.get("id")) is None:
                 continue
-            devices[_int(dev["id"])] = {
+            devices[as_int(dev["id"])] = {
                 "name": PLATFORMS.get(platform),
-                "cores": _int(dev.get("ai_core_num")),
-                "vector_cores": _int(dev.get("aiv_num")),
-                "ai_cpu_cores": _int(dev.get("ai_cpu_core_num")),
-                "aic_mhz": _int(dev.get("aic_frequency")),
+                "cores": as_int(dev.get("ai_core_num")),
+                "vector_cores": as_int(dev.get("aiv_num")),
+                "ai_cpu_cores": as_int(dev.get("ai_cpu_core_num")),
+                "aic_mhz": as_int(dev.get("aic_frequency")),
             }
     return devices, run
 
@@ -66,7 +61,7 @@ def clock_anchor(path: Path | None) -> tuple[int, int] | None:
     info = _json(path)
     if info is None:
         return None
-    begin, mono = _int(info.get("collectionTimeBegin")), _int(info.get("clockMonotonicRaw"))
+    begin, mono = as_int(info.get("collectionTimeBegin")), as_int(info.get("clockMonotonicRaw"))
     return None if begin is None or mono is None else (begin, mono)
 
 
@@ -118,7 +113,7 @@ def rank_of(source: Any) -> int | None:
     if "rank" in run:
         return run["rank"]
     if source.db is not None:
-        from tracekit.parsers._sqlite import open_readonly
+        from tracekit.parsers.sqlite import open_readonly
 
         try:
             con = open_readonly(source.db)

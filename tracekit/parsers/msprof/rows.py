@@ -17,6 +17,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tracekit.parsers.convert import column_or_null
 from tracekit.timeline import build_table
 
 ROW_SCHEMA: dict[str, pl.DataType] = {
@@ -197,11 +198,7 @@ def not_sentinel(expr: pl.Expr) -> pl.Expr:
 
 def conform(frame: pl.DataFrame) -> pl.DataFrame:
     """``frame`` with exactly the columns of :data:`ROW_SCHEMA`, in order and type."""
-    exprs = [
-        (pl.col(c) if c in frame.columns else pl.lit(None)).cast(t).alias(c)
-        for c, t in ROW_SCHEMA.items()
-    ]
-    return frame.select(exprs)
+    return frame.select(column_or_null(frame, c, t, cast=True) for c, t in ROW_SCHEMA.items())
 
 
 def to_table(frames: list[pl.DataFrame], origin: int) -> pa.Table:

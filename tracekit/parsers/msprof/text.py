@@ -23,7 +23,8 @@ from tracekit.parsers.msprof.csv_tables import read_op_details, read_step_trace,
 from tracekit.parsers.msprof.layout import Source
 from tracekit.parsers.msprof.meta import PLATFORMS, clock_anchor, device_info, profiler_settings
 from tracekit.parsers.msprof.rows import Loaded, in_halves
-from tracekit.parsers.msprof.trace_json import Layers, read_layers
+from tracekit.parsers.msprof.trace_json import Layers
+from tracekit.parsers.msprof.trace_read import read_layers
 
 EPOCH_MIN_NS = 10**17  # 1973: anything earlier is a monotonic clock, not the epoch
 
@@ -266,8 +267,9 @@ def _meta(loaded: Loaded, source: Source, layers: Layers, details: pl.DataFrame 
         frame = pl.concat(trace, how="diagonal_relaxed")
         meta["step_trace_us"] = frame.to_dicts()
         steps |= {int(s) for s in frame["Step"].drop_nulls().to_list() if str(s).isdigit()}
-        meta["summaries"] = [summaries.step_trace(meta["step_trace_us"], source.step_trace[0].name,
-                                                  loaded.rank)]  # fmt: skip
+        meta["summaries"] = [
+            summaries.step_trace(meta["step_trace_us"], source.step_trace[0].name, loaded.rank)
+        ]
     for path in source.op_statistic:
         found = summaries.op_statistic(path, loaded.device, loaded.rank)
         if found:

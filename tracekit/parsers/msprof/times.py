@@ -21,7 +21,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracekit.parsers.kineto.decode import to_ns
+from tracekit.parsers.convert import to_ns
 
 NA_TEXT = ("N/A", "NA", "", "None", "null", "nan")
 _STRIP = " \t\r\n\"'"

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracekit.errors import TraceError
-from tracekit.parsers.columns import field_values, take
+from tracekit.parsers.convert import field_values, ints, take
 from tracekit.parsers.msprof.times import json_us_ns
 
 F = msgspec.field
@@ -133,32 +133,13 @@ def distinct(values: list[Any]) -> Codes:
     return Codes(codes, list(index), False)
 
 
-def as_int(value: Any) -> int | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int):
-        return value if -(2**63) <= value < 2**63 else None
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else None
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        return None
-
-
-def ints(values: list[Any]) -> pa.Array:
-    try:
-        return pa.array(values, pa.int64())
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        return pa.array([as_int(v) for v in values], pa.int64())
-
-
 class Reader:
     """Column extraction for subsets (positions) of one slice's events, with the columns every
     layer shares read once: ``ph``, ``cat``, the pid codes and, when first asked, the tids."""
 
-    def __init__(self, events: list[Any], threads: dict, ph: pa.Array, cat: pa.Array,
-                 pids: Codes) -> None:  # fmt: skip
+    def __init__(
+        self, events: list[Any], threads: dict, ph: pa.Array, cat: pa.Array, pids: Codes
+    ) -> None:
         self.events = events
         self.threads = threads
         self.ph, self.cat, self.pids = ph, cat, pids

@@ -1,5 +1,8 @@
 """msprof / torch_npu Chrome-trace JSON (``msprof_*.json``, ``trace_view.json``,
-``device_N/timeline/*.json``) decoded with msgspec into per-layer polars frames.
+``device_N/timeline/*.json``): the events of a slice scanned (:func:`scan`), the role of every
+process resolved from the metadata of all slices (:func:`resolve`), each slice's layers built
+(:func:`layers_of`) and put together (:func:`finish`) into per-layer polars frames. A file is
+read by :mod:`.trace_read`.
 
 The file is a bare JSON array (an object with ``traceEvents`` also reads). Processes are named
 by ``process_name`` metadata: ``Python``, ``CANN``, ``Ascend Hardware``, ``HCCL`` (or
@@ -12,10 +15,8 @@ matched by their name, never by tid (msprof changed the tid order in 2026).
 
 from __future__ import annotations
 
-import mmap
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,17 +24,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracekit.parsers.columns import field_values, take, texts
-from tracekit.parsers.kineto.decode import gzipped, read_bytes
+from tracekit.parsers.convert import field_values, take, texts
 from tracekit.parsers.msprof.device_index import process_devices, single, with_devices
-from tracekit.parsers.msprof.trace_decode import (
-    Codes,
-    Reader,
-    decode_bytes,
-    distinct,
-    mask,
-    where,
-)
+from tracekit.parsers.msprof.trace_decode import Codes, Reader, distinct, mask, where
 from tracekit.parsers.msprof.trace_layers import (
     CANN,
     HARDWARE,
@@ -44,7 +37,7 @@ from tracekit.parsers.msprof.trace_layers import (
     PYTHON,
     SITES,
     STEP,
-    Part,
+    SliceLayers,
     build,
 )
 
@@ -119,7 +112,9 @@ def _meta_args(args: Any) -> tuple[Any, Any, Any]:
     return (args.name, args.labels, args.sort_index) if args else (None, None, None)
 
 
-def layers_of(part: Scan, roles: dict[Any, str], threads: dict, include_python: bool) -> Part:
+def layers_of(
+    part: Scan, roles: dict[Any, str], threads: dict, include_python: bool
+) -> SliceLayers:
     """The layer frames of one scanned slice, given the roles of the whole file's processes."""
     order = list(LAYER_ROLES)
     pids = part.summary.pids
@@ -180,7 +175,7 @@ def _concat(frames: list[pl.DataFrame | None]) -> pl.DataFrame | None:
     return pl.concat(present, how="vertical_relaxed")
 
 
-def finish(out: Layers, parts: list[Part]) -> Layers:
+def finish(out: Layers, parts: list[SliceLayers]) -> Layers:
     """``out`` with the layer frames of ``parts`` (slices in file order) put together."""
     devices = out.pid_devices
     out.hardware = with_devices(_concat([p.hardware for p in parts]), devices)
@@ -201,40 +196,3 @@ def finish(out: Layers, parts: list[Part]) -> Layers:
             label = site.split("#")[0]
             out.warnings.append(f"{bad} {label} events without a usable ts; dropped")
     return out
-
-
-def read_layers(path: Path, include_python: bool = False) -> Layers:
-    """Decode one timeline file into :class:`Layers` (times as written: epoch or monotonic)."""
-    from tracekit.parsers.msprof import parallel
-
-    workers = parallel.start(path)
-    data = None
-    try:
-        data = read_bytes(path) if gzipped(path) else None
-    except BaseException:
-        for worker in workers:
-            worker.stop()
-        raise
-    found = parallel.read_layers(path, data, include_python, workers)
-    if found is not None:
-        return found
-    events = decode_bytes(path, data) if data is not None else _decode_mapped(path)
-    if not events:
-        return Layers()
-    whole = scan(events)
-    out, roles, threads = resolve([whole.summary])
-    return finish(out, [layers_of(whole, roles, threads, include_python)])
-
-
-def _decode_mapped(path: Path) -> list[Any]:
-    """The events of a plain (not gzip) file, decoded in place from a mapping of it."""
-    if not path.stat().st_size:
-        return decode_bytes(path, b"")
-    with path.open("rb") as fh:
-        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    view = memoryview(mapped)
-    try:
-        return decode_bytes(path, view)
-    finally:
-        view.release()
-        mapped.close()

@@ -1,5 +1,5 @@
-"""The layers of a timeline file's complete events, as polars frames (one :class:`Part` per
-slice of the file: the whole file, or one slice per process when it is read in parallel).
+"""The layers of a timeline file's complete events, as polars frames (one :class:`SliceLayers`
+per slice of the file: the whole file, or one slice per process when it is read in parallel).
 
 Every layer reads its fields one list at a time from the events of its processes; thread names
 and HCCL group owners are looked up once per distinct (pid, tid).
@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracekit.engine_frames import STEP_FUNCTIONS
-from tracekit.parsers.columns import field_values, floats, take, texts
+from tracekit.parsers.convert import as_int, field_values, floats, ints, take, texts
 from tracekit.parsers.msprof.times import json_us_ns
-from tracekit.parsers.msprof.trace_decode import Args, Reader, as_int, frame, ints, mask, where
+from tracekit.parsers.msprof.trace_decode import Args, Reader, frame, mask, where
 
 HARDWARE, HCCL, CANN, PYTHON, OVERLAP, STEP = "hw", "hccl", "cann", "python", "overlap", "step"
 COMM_THREAD = re.compile(r"Communication|Aicpu", re.IGNORECASE)
@@ -32,8 +32,8 @@ HOST_KEYS = ("cann", "op", "api", "python", "range")
 
 
 @dataclass
-class Part:
-    """The layer frames of one slice of the events (see :func:`.trace_json.finish`)."""
+class SliceLayers:
+    """The layer frames of one slice of the events (put together by :func:`.trace_json.finish`)."""
 
     hardware: pl.DataFrame | None = None
     hccl_ops: pl.DataFrame | None = None
@@ -47,9 +47,9 @@ class Part:
     bad_ts: dict[str, int] = field(default_factory=dict)
 
 
-def build(reader: Reader, role: np.ndarray, include_python: bool) -> Part:
+def build(reader: Reader, role: np.ndarray, include_python: bool) -> SliceLayers:
     """The layers of the reader's events (``role``: the layer number of each, -1 for none)."""
-    out = Part()
+    out = SliceLayers()
     for number, fn in enumerate(LAYERS):
         idx = np.nonzero(role == number)[0]
         if len(idx):
@@ -64,7 +64,7 @@ def _field(items: list[Any], name: str) -> list[Any]:
     return field_values(name)(items)
 
 
-def _hardware(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
+def _hardware(reader: Reader, idx: np.ndarray, out: SliceLayers, _: bool) -> None:
     step_rows = reader.per_thread(idx, lambda p, t, n: (n or "").startswith("Step Trace"))
     step_rows = step_rows.astype(bool)
     if step_rows.any():
@@ -107,7 +107,7 @@ def _group_of(threads: dict, pid: Any) -> list[tuple[int, str]]:
     return sorted(groups)
 
 
-def _hccl(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
+def _hccl(reader: Reader, idx: np.ndarray, out: SliceLayers, _: bool) -> None:
     groups: dict[Any, list[tuple[int, str]]] = {}
 
     def owner(pid: Any, tid: Any, name: str) -> str | None:
@@ -168,15 +168,20 @@ def _hccl(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
         out.hccl_tasks = frame(columns, keep)
 
 
-def _hccl_columns(reader: Reader, events: list[Any], at: np.ndarray, group: np.ndarray,
-                  what: str) -> tuple[dict[str, Any], Callable[[str], list[Any]], Any]:  # fmt: skip
+def _hccl_columns(
+    reader: Reader, events: list[Any], at: np.ndarray, group: np.ndarray, what: str
+) -> tuple[dict[str, Any], Callable[[str], list[Any]], Any]:
     """The columns every HCCL row has (ts, dur, name, thread) for the events at ``at``, a
     getter of their args fields, and the mask of rows with a usable ts."""
     picked = take(events, at)
     base = reader.base(picked, what)
     args = reader.args(picked)
-    columns = {"ts": base["ts"], "dur": base["dur"], "name": texts(_field(picked, "name")),
-               "thread": texts(group[at])}  # fmt: skip
+    columns = {
+        "ts": base["ts"],
+        "dur": base["dur"],
+        "name": texts(_field(picked, "name")),
+        "thread": texts(group[at]),
+    }
     return columns, (lambda key: _field(args, key)), base["keep"]
 
 
@@ -201,7 +206,7 @@ def _host_frame(
     return frame(columns, base["keep"])
 
 
-def _cann(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
+def _cann(reader: Reader, idx: np.ndarray, out: SliceLayers, _: bool) -> None:
     def extra(args: list[Args]) -> dict[str, Any]:
         return {
             "corr": ints(_field(args, "connection_id")),
@@ -219,7 +224,7 @@ def _step_functions(reader: Reader, idx: np.ndarray) -> np.ndarray:
     return keep.to_numpy(zero_copy_only=False)
 
 
-def _python(reader: Reader, idx: np.ndarray, out: Part, python: bool) -> None:
+def _python(reader: Reader, idx: np.ndarray, out: SliceLayers, python: bool) -> None:
     cats = reader.cat.take(idx)
     groups = {
         "op": mask(pc.equal(cats, "cpu_op")),
@@ -247,7 +252,7 @@ def _python(reader: Reader, idx: np.ndarray, out: Part, python: bool) -> None:
         )
 
 
-def _overlap(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
+def _overlap(reader: Reader, idx: np.ndarray, out: SliceLayers, _: bool) -> None:
     base = reader.base(reader.pick(idx), "Overlap Analysis")
     names = reader.per_thread(idx, lambda p, t, n: n or None)
     unnamed = np.nonzero(names == None)[0]  # noqa: E711 - elementwise on an object array
@@ -258,7 +263,7 @@ def _overlap(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
     out.overlap_ns = {k: int(v) for k, v in totals.iter_rows()}
 
 
-def _steps(reader: Reader, idx: np.ndarray, out: Part, _: bool) -> None:
+def _steps(reader: Reader, idx: np.ndarray, out: SliceLayers, _: bool) -> None:
     out.steps = _step_frame(reader, idx, "Step Trace")
 
 
@@ -276,7 +281,7 @@ def _step_frame(reader: Reader, idx: np.ndarray, site: str) -> pl.DataFrame:
     return frame(columns, base["keep"])
 
 
-def _flows(reader: Reader, out: Part) -> None:
+def _flows(reader: Reader, out: SliceLayers) -> None:
     flow = pc.is_in(reader.ph, pa.array(["s", "f"]))
     idx = where(pc.and_(flow, pc.equal(reader.cat, "async_npu")))
     if not len(idx):

@@ -5,12 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tracekit.parsers._sqlite import SqliteSource
+from tracekit.parsers.convert import as_int
+from tracekit.parsers.sqlite import SqliteSource
 from tracekit.timeline import empty_meta
 
 META_TABLES = ("META_DATA_EXPORT", "EXPORT_META_DATA")  # 3.x name, 2.x name
-_GPU_COLUMNS = ("id", "name", "smCount", "totalMemory", "chipName", "busLocation",
-                "computeMajor", "computeMinor")  # fmt: skip
+_GPU_COLUMNS = (
+    "id",
+    "name",
+    "smCount",
+    "totalMemory",
+    "chipName",
+    "busLocation",
+    "computeMajor",
+    "computeMinor",
+)
 
 
 def metadata(db: SqliteSource, path: Path) -> dict[str, Any]:
@@ -48,13 +57,19 @@ def devices(db: SqliteSource) -> list[dict[str, Any]]:
     out = []
     for row in rows.fetchall():
         gpu = dict(zip(want, row))
-        major, minor = _int(gpu.get("computeMajor")), _int(gpu.get("computeMinor"))
-        out.append({
-            "index": _int(gpu.get("id")), "name": _text(gpu.get("name")), "vendor": "NVIDIA",
-            "cores": _int(gpu.get("smCount")), "memory": _int(gpu.get("totalMemory")),
-            "compute_capability": None if major is None else f"{major}.{minor or 0}",
-            "chip": _text(gpu.get("chipName")), "bus": _text(gpu.get("busLocation")),
-        })  # fmt: skip
+        major, minor = as_int(gpu.get("computeMajor")), as_int(gpu.get("computeMinor"))
+        out.append(
+            {
+                "index": as_int(gpu.get("id")),
+                "name": _text(gpu.get("name")),
+                "vendor": "NVIDIA",
+                "cores": as_int(gpu.get("smCount")),
+                "memory": as_int(gpu.get("totalMemory")),
+                "compute_capability": None if major is None else f"{major}.{minor or 0}",
+                "chip": _text(gpu.get("chipName")),
+                "bus": _text(gpu.get("busLocation")),
+            }
+        )
     return out
 
 
@@ -66,12 +81,9 @@ def _cuda_devices(db: SqliteSource) -> list[dict[str, Any]]:
     rows = db.con.execute(
         f'SELECT DISTINCT gpuId, {cores} FROM "TARGET_INFO_CUDA_DEVICE" ORDER BY gpuId'
     ).fetchall()
-    return [{"index": _int(g), "name": None, "vendor": "NVIDIA", "cores": _int(c)} for g, c in rows]
-
-
-def _int(value: Any) -> int | None:
-    """Integers as integers; anything else (text where a number belongs) as unknown."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return [
+        {"index": as_int(g), "name": None, "vendor": "NVIDIA", "cores": as_int(c)} for g, c in rows
+    ]
 
 
 def _text(value: Any) -> str | None:

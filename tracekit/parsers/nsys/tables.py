@@ -11,9 +11,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracekit.errors import TraceError
-from tracekit.parsers._sqlite import SqliteSource
 from tracekit.parsers.assemble import Part
-from tracekit.parsers.names import NamePool
+from tracekit.parsers.convert import int64s
+from tracekit.parsers.name_pool import NamePool
+from tracekit.parsers.sqlite import SqliteSource
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -72,9 +73,9 @@ class TableReader:
         return t
 
     def _duration(self, t: pa.Table, kind: str) -> pa.Array:
-        start = _int64(t.column("start"))
+        start = int64s(t.column("start"))
         end = t.column("end").cast(pa.int64())
-        dur = _int64(end) - start
+        dur = int64s(end) - start
         missing, negative = end.null_count, int((dur[end.is_valid().to_numpy()] < 0).sum())
         if missing:
             self.warnings.append(f"{missing} {kind} rows without an end; read as 0 ns")
@@ -89,8 +90,15 @@ class TableReader:
             self.warnings.append(f"{lost} {kind} names not found in StringIds; left empty")
         return name
 
-    def _device_part(self, kind: str, t: pa.Table, name: np.ndarray, engine: str | None,
-                     args: pa.Array | None, stream: Any = None) -> Part:  # fmt: skip
+    def _device_part(
+        self,
+        kind: str,
+        t: pa.Table,
+        name: np.ndarray,
+        engine: str | None,
+        args: pa.Array | None,
+        stream: Any = None,
+    ) -> Part:
         pid = _pid(t.column("globalPid"))
         columns = {
             "device": self._gpu_ids(pid, t.column("deviceId")),
@@ -109,8 +117,8 @@ class TableReader:
         keys = np.array(sorted(self.device_map), dtype=np.int64).reshape(-1, 2)
         gpus = np.array([self.device_map[tuple(k)] for k in keys], dtype=np.int64)
         encoded = keys[:, 0] << 20 | keys[:, 1]
-        ordinal = _int64(device)
-        wanted = _int64(pid) << 20 | ordinal
+        ordinal = int64s(device)
+        wanted = int64s(pid) << 20 | ordinal
         pos = np.clip(np.searchsorted(encoded, wanted), 0, len(encoded) - 1)
         mapped = np.where(encoded[pos] == wanted, gpus[pos], ordinal)
         return pa.array(mapped, mask=_nulls_mask(device) | _nulls_mask(pid))
@@ -240,9 +248,11 @@ class TableReader:
             "textId",
         )
         t = self._read(NVTX, wanted)
-        df = pl.from_arrow(t).filter(pl.col("eventType").is_in(
-            [NVTX_MARK, NVTX_PUSHPOP, NVTX_STARTEND, NVTX_THREAD, NVTX_DOMAIN]
-        ))  # fmt: skip
+        df = pl.from_arrow(t).filter(
+            pl.col("eventType").is_in(
+                [NVTX_MARK, NVTX_PUSHPOP, NVTX_STARTEND, NVTX_THREAD, NVTX_DOMAIN]
+            )
+        )
         text_ids = self.pool.from_ids(df["textId"].to_arrow())
         by_id = self.pool.dictionary_arrays([text_ids])[0].cast(pa.string())
         df = df.with_columns(text=pl.col("text").fill_null(pl.from_arrow(by_id)))
@@ -327,21 +337,13 @@ def _kernel_args_sql(cols: tuple[str, ...]) -> str:
 
 
 def _pid(global_id: Any) -> pa.Array:
-    arr = _int64(global_id)
+    arr = int64s(global_id)
     return pa.array((arr >> 24) & 0xFFFFFF, mask=_nulls_mask(global_id))
 
 
 def _tid(global_id: Any) -> pa.Array:
-    arr = _int64(global_id)
+    arr = int64s(global_id)
     return pa.array(arr & 0xFFFFFF, mask=_nulls_mask(global_id))
-
-
-def _int64(values: Any) -> np.ndarray:
-    if isinstance(values, np.ndarray):
-        return values.astype(np.int64, copy=False)
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks else pa.array([], pa.int64())
-    return values.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
 
 
 def _nulls_mask(values: Any) -> np.ndarray:

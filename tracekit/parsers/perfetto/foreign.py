@@ -28,7 +28,7 @@ from typing import Any
 import polars as pl
 
 from tracekit.parsers.perfetto.read import TrackInfo
-from tracekit.parsers.perfetto.schema import INSTANT
+from tracekit.pftrace.schema import INSTANT
 from tracekit.timeline import KINDS
 
 _DEVICE_WORDS = re.compile(r"\b(?:gpu|npu|queue|stream|device|agent)\b", re.IGNORECASE)

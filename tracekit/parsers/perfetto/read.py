@@ -21,92 +21,42 @@ import pyarrow as pa
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from tracekit.parsers.perfetto import wire
-from tracekit.parsers.perfetto.schema import CLOCK_BOOTTIME
+from tracekit.parsers.perfetto.fields import (
+    A_KIND_OBJECT,
+    A_KIND_STR_IID,
+    A_NAME,
+    A_NAME_IID,
+    A_STR_IID,
+    A_VALUES,
+    E_CAT,
+    E_CAT_IID,
+    E_CORR,
+    E_LEGACY,
+    E_NAME,
+    E_NAME_IID,
+    E_NOTE,
+    E_TRACK,
+    E_TYPE,
+    E_US,
+    P_CLEARED,
+    P_CLOCK,
+    P_COMPRESSED,
+    P_DROPPED,
+    P_EVENT,
+    P_FLAGS,
+    P_SEQ,
+    P_TS,
+    PACKET_NAMES,
+    QUIET,
+    STATE,
+)
 from tracekit.parsers.perfetto.values import annotation_value
+from tracekit.pftrace.schema import CLOCK_BOOTTIME
 
 COMPLETE = 100  # event type of a legacy complete ('X') event, which carries its duration
 MAX_NESTING = 8  # compressed packets inside compressed packets
 MAX_FIELDS = 100_000  # fields of one message read in lock step before giving up
 _LEGACY_PHASES = {ord("B"): 1, ord("E"): 2, ord("I"): 3, ord("i"): 3, ord("n"): 3, ord("R"): 3}
-
-
-def _numbers(message: Any, *names: str) -> list[int]:
-    fields = message.DESCRIPTOR.fields_by_name
-    return [fields[n].number for n in names]
-
-
-P_TS, P_CLOCK, P_SEQ, P_FLAGS, P_CLEARED, P_DROPPED, P_EVENT, P_COMPRESSED = _numbers(
-    pb.TracePacket,
-    "timestamp",
-    "timestamp_clock_id",
-    "trusted_packet_sequence_id",
-    "sequence_flags",
-    "incremental_state_cleared",
-    "previous_packet_dropped",
-    "track_event",
-    "compressed_packets",
-)
-STATE = set(
-    _numbers(
-        pb.TracePacket,
-        "interned_data",
-        "trace_packet_defaults",
-        "track_descriptor",
-        "clock_snapshot",
-        "thread_descriptor",
-        "process_descriptor",
-    )
-)
-QUIET = {
-    P_TS,
-    P_CLOCK,
-    P_SEQ,
-    P_FLAGS,
-    P_CLEARED,
-    P_DROPPED,
-    P_EVENT,
-    *_numbers(
-        pb.TracePacket,
-        "trusted_uid",
-        "trusted_pid",
-        "first_packet_on_sequence",
-        "machine_id",
-        "synchronization_marker",
-        "trace_uuid",
-    ),
-}
-E_TYPE, E_TRACK, E_NAME_IID, E_NAME, E_CAT_IID, E_CAT, E_NOTE, E_CORR, E_LEGACY = _numbers(
-    pb.TrackEvent,
-    "type",
-    "track_uuid",
-    "name_iid",
-    "name",
-    "category_iids",
-    "categories",
-    "debug_annotations",
-    "correlation_id",
-    "legacy_event",
-)
-E_US = set(_numbers(pb.TrackEvent, "timestamp_delta_us", "timestamp_absolute_us"))
-A_NAME_IID, A_NAME, A_STR_IID = _numbers(pb.DebugAnnotation, "name_iid", "name", "string_value_iid")
-# value fields read column-wise -> kind code: bool, uint, int, double, pointer, string, json
-A_VALUES = dict(
-    zip(
-        _numbers(
-            pb.DebugAnnotation,
-            "bool_value",
-            "uint_value",
-            "int_value",
-            "double_value",
-            "pointer_value",
-            "string_value",
-            "legacy_json_value",
-        ),
-        range(1, 8),
-    )
-)
-A_KIND_STR_IID, A_KIND_OBJECT = 8, 9
-_PACKET_NAMES = {f.number: f.name for f in pb.TracePacket.DESCRIPTOR.fields}
 
 
 @dataclass
@@ -211,7 +161,7 @@ def decode(data: bytes) -> Raw:
     other = ~fields.having(QUIET | STATE)
     pairs = np.unique(fields.msg[other].astype(np.int64) << 29 | fields.number[other])
     for number, count in Counter((pairs & ((1 << 29) - 1)).tolist()).items():
-        skipped[f"{_PACKET_NAMES.get(number, f'field {number}')} packets"] += count
+        skipped[f"{PACKET_NAMES.get(number, f'field {number}')} packets"] += count
     ts, clock = _scalar(fields, P_TS, n), _scalar(fields, P_CLOCK, n)
     events, notes = _events(buf, fields, _first(fields, P_EVENT, 2), ts, clock, skipped)
     state = np.unique(fields.msg[fields.having(STATE)])

@@ -19,8 +19,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tracekit.parsers.perfetto.read import A_KIND_STR_IID, Cols, Raw, TrackInfo
-from tracekit.parsers.perfetto.schema import CLOCK_BOOTTIME, CLOCK_NAMES, SEQ_NEEDS
+from tracekit.parsers.perfetto.fields import A_KIND_STR_IID
+from tracekit.parsers.perfetto.read import Cols, Raw, TrackInfo
+from tracekit.pftrace.schema import CLOCK_BOOTTIME, CLOCK_NAMES, SEQ_NEEDS
 
 _NAMES, _CATEGORIES, _NOTE_NAMES, _STRINGS = range(4)
 

@@ -18,10 +18,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracekit.parsers.perfetto import foreign
-from tracekit.parsers.perfetto.lanes import match_stack
 from tracekit.parsers.perfetto.read import COMPLETE, Raw
 from tracekit.parsers.perfetto.resolve import Events, clock_name, realtime_of, resolve
-from tracekit.parsers.perfetto.schema import (
+from tracekit.pftrace.lanes import match_stack
+from tracekit.pftrace.schema import (
     ANN_ARGS,
     ANN_CORR,
     ANN_ENGINE,

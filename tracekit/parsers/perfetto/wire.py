@@ -19,7 +19,7 @@ import pyarrow as pa
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from numpy.lib.stride_tricks import as_strided
 
-from tracekit.parsers.perfetto.protoenc import gather_slices
+from tracekit.pftrace.protoenc import gather_slices
 
 _U64 = np.uint64
 

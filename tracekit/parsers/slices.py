@@ -1,12 +1,12 @@
-"""Where the events of a Chrome-trace JSON text can be cut: slices of whole events for
-several processes (:func:`plan`), pieces of a few MB for one (:func:`subdivide`), the ends of
-the events array; and the worker-process base class (used by Kineto's :mod:`.procs` and by
-msprof's parallel reader).
+"""Slices of the events array of a Chrome-trace JSON text, for reading it in several processes
+(Kineto and msprof timelines alike): where the events can be cut (:func:`plan`, cut evenly, at
+given fractions, or where the work evens out by :func:`work_cuts`; :func:`subdivide` for pieces
+of a few MB), the ends of the events array, and a slice as a JSON array of its own: copied
+(:func:`slice_text`), read from a stream (:func:`read_slice`), mapped in place
+(:func:`mapped_slice`) or the part of a file that holds it (:func:`file_slice`).
 
-Decoding JSON and reading fields per event hold the GIL, so threads cannot share that work:
-each extra worker is a fresh ``python -m ...`` process (no fork: nothing of the caller's
-threads or ``__main__`` is inherited). A cut that is not between two events, or any worker
-failure, makes the caller fall back to reading in one process.
+A cut is placed at a ``}, {`` between two events; one that turns out to be inside a string
+makes the slice fail to decode, and the caller falls back to reading the text in one go.
 """
 
 from __future__ import annotations
@@ -14,25 +14,17 @@ from __future__ import annotations
 import contextlib
 import itertools
 import mmap
-import os
 import re
-import subprocess
-import sys
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import msgspec
-import pyarrow as pa
+import numpy as np
 
-MIN_BYTES = 96 << 20  # below this, starting workers costs more than it saves
-# Events are decoded and their values collected this many bytes of JSON at a time: the
-# decoded objects are still in cache when read, and the memory they free is reused by the
-# next piece. The values become Arrow columns once per batch, each call's cost paid once.
-PIECE_BYTES = 2 << 20
-BATCH_BYTES = 8 << 20
+from tracekit.parsers.io import GZIP_MAGIC, gzip_chunks, map_file
+
 MAX_TRAILER = 1 << 20  # keys after the events array: a few short values in practice
 BETWEEN_EVENTS = re.compile(rb"\}\s*,\s*\{")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
@@ -46,18 +38,10 @@ class Slice:
     stop: int
 
 
-@dataclass
-class SliceResult:
-    table: pa.Table
-    repairs: Counter[tuple[str, str]]
-    unknown: Counter[str]
-    warnings: list[str]
-
-
 def plan(
-    data: bytes, workers: int, bare: bool = False, at: Sequence[float] | None = None
+    data: bytes, parts: int, bare: bool = False, at: Sequence[float] | None = None
 ) -> tuple[list[Slice], bytes] | None:
-    """Split the events array into ``workers`` slices of whole events: even ones, or cut at the
+    """Split the events array into ``parts`` slices of whole events: even ones, or cut at the
     fractions ``at`` of the array (one per cut, increasing).
 
     Returns the slices and the document with an empty events array (for its metadata), or
@@ -80,8 +64,8 @@ def plan(
         last = found
     bounds = [first]
     size = last - first
-    for k in range(1, workers):
-        cut = size * k // workers if at is None else int(size * at[k - 1])
+    for k in range(1, parts):
+        cut = size * k // parts if at is None else int(size * at[k - 1])
         match = BETWEEN_EVENTS.search(data, first + cut, last)
         if match is None or match.start() + 1 <= bounds[-1]:
             return None
@@ -187,19 +171,43 @@ def subdivide(data: bytes | bytearray, piece: Slice, size: int) -> list[Slice]:
     return [Slice(a, b) for a, b in itertools.pairwise(bounds)]
 
 
-def workers_for(size: int, min_bytes: int | None = None) -> int:
-    """How many processes to use for ``size`` bytes of JSON (1 means: do not split), one per
-    ``min_bytes`` (default :data:`MIN_BYTES`).
+# Where the work evens out: bytes are a poor measure of it. A complete (``X``) event is decoded
+# *and* read field by field into its rows, while other events (flows, a third of a torch_npu
+# timeline, written in one run) are only decoded and grouped. The events array is sampled in
+# WINDOWS windows; each window's work is estimated from its bytes, its events and the share of
+# them that are complete, in units of one byte of JSON decoded (costs measured on the 1M-task
+# torch_npu bench).
+WINDOWS = 256
+SAMPLE = 1 << 15  # bytes read from the middle of each window
+EVENT_COST = 80  # per event: grouped
+COMPLETE_BYTE_COST = 1.4  # per byte of a complete event: read into its rows
+_EVENT = re.compile(rb'"ph"\s*:')
+_COMPLETE = re.compile(rb'"ph"\s*:\s*"X"')
 
-    Called with the file size before decompressing (to start workers early) and with the
-    JSON size after.
-    """
-    affinity = getattr(os, "sched_getaffinity", None)
-    cpus = len(affinity(0)) if affinity else (os.cpu_count() or 1)
-    min_bytes = MIN_BYTES if min_bytes is None else min_bytes
-    if size < min_bytes or cpus < 2 or os.environ.get("TRACEKIT_PROCESSES") == "1":
-        return 1
-    return min(cpus, 8, max(2, size // min_bytes))
+
+def work_cuts(data: Any, parts: int, head_extra: float) -> list[float] | None:
+    """Fractions of ``data`` at which to cut it into ``parts`` slices of equal work, the first
+    one (the caller's own) with ``head_extra`` units less than the others; None when the first
+    slice would be empty."""
+    size = len(data)
+    edges = np.linspace(0, size, WINDOWS + 1).astype(np.int64)
+    work = np.zeros(WINDOWS)
+    for k in range(WINDOWS):  # a fixed number of windows, not a loop over events
+        middle = (edges[k] + edges[k + 1]) // 2
+        start = max(0, middle - SAMPLE // 2)
+        sample = bytes(data[start : min(size, start + SAMPLE)])
+        if not sample:
+            continue
+        events = len(_EVENT.findall(sample))
+        complete = len(_COMPLETE.findall(sample)) / max(events, 1)
+        per_byte = 1 + EVENT_COST * events / len(sample) + COMPLETE_BYTE_COST * complete
+        work[k] = per_byte * (edges[k + 1] - edges[k])
+    total = np.concatenate([[0.0], np.cumsum(work)])
+    head = (total[-1] - head_extra * (parts - 1)) / parts
+    if head <= 0:
+        return None
+    targets = head + (total[-1] - head) * np.arange(parts - 1) / max(parts - 1, 1)
+    return [float(x) for x in np.interp(targets, total, edges) / size]
 
 
 def slice_text(data: bytes | bytearray | mmap.mmap, piece: Slice) -> bytearray:
@@ -211,29 +219,6 @@ def slice_text(data: bytes | bytearray | mmap.mmap, piece: Slice) -> bytearray:
     text += view[skip:]
     text += b"]"
     return text
-
-
-class Worker:
-    """A worker process, started early (its imports overlap our reading) and given work later."""
-
-    def __init__(self, module: str, *args: str, answers: bool = True) -> None:
-        """Start ``python -m module args...``; ``answers``: whether it answers on stdout."""
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", module, *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE if answers else subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-
-    def stop(self) -> None:
-        """End the process (it may never have been given work)."""
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
-        for stream in (self.process.stdin, self.process.stdout):
-            if stream is not None and not stream.closed:
-                with contextlib.suppress(OSError):
-                    stream.close()
 
 
 def read_slice(stream: BinaryIO, size: int) -> bytearray:
@@ -248,25 +233,64 @@ def read_slice(stream: BinaryIO, size: int) -> bytearray:
     head = bytes(text[:256])
     first = len(head) - len(head.lstrip())
     if text[first : first + 1] != b",":
-        raise SystemExit("slice does not start at a comma between events")
+        raise ValueError("slice does not start at a comma between events")
     text[first] = ord("[")
     return text
 
 
-def map_slice(path: str | Path, piece: Slice, first: bool) -> tuple[mmap.mmap, memoryview]:
+@contextlib.contextmanager
+def mapped_slice(path: Path, piece: Slice, first: bool) -> Iterator[memoryview]:
     """One slice of a plain file as a JSON array of events, without reading it into memory: a
     private (copy-on-write) mapping in which the comma before the slice's first event (or,
     for the ``first`` slice, the array's own bracket) opens the array and the byte after its
-    last event closes it. Release the view before closing the mapping."""
-    with open(path, "rb") as fh:
-        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
-    begin = piece.start - 1
-    if not first:
-        head = mapped[piece.start : piece.start + 256]
-        begin = piece.start + len(head) - len(head.lstrip())
-    if mapped[begin : begin + 1] != (b"[" if first else b","):
-        mapped.close()
-        raise ValueError("slice does not start at a comma between events")
-    mapped[begin] = ord("[")
-    mapped[piece.stop] = ord("]")
-    return mapped, memoryview(mapped)[begin : piece.stop + 1]
+    last event closes it; where the file cannot be mapped, a copy of those bytes."""
+    offset = 0
+    mapped = map_file(path, mmap.ACCESS_COPY)
+    text: Any = mapped
+    if mapped is None:
+        offset = piece.start - 1
+        with path.open("rb") as fh:
+            fh.seek(offset)
+            text = bytearray(fh.read(piece.stop + 1 - offset))
+    try:
+        begin = piece.start - 1
+        if not first:
+            head = text[piece.start - offset : piece.start - offset + 256]
+            begin = piece.start + len(head) - len(head.lstrip())
+        begin -= offset
+        if text[begin : begin + 1] != (b"[" if first else b","):
+            raise ValueError("slice does not start at a comma between events")
+        text[begin] = ord("[")
+        text[piece.stop - offset] = ord("]")
+        with memoryview(text)[begin : piece.stop - offset + 1] as view:
+            yield view
+    finally:
+        if mapped is not None:
+            with contextlib.suppress(BufferError):  # a view still held by a failed decode
+                mapped.close()
+
+
+def file_slice(path: Path, piece: Slice, chunk: int) -> tuple[Any, Slice]:
+    """The part of a file's JSON text that holds ``piece``, and where ``piece`` lies in it: a
+    mapping of a plain file (not read; where it cannot be mapped, the slice's bytes read), or
+    the text inflated ``chunk`` bytes at a time from the chunk where ``piece`` starts to the
+    one where it ends (the text before is dropped chunk by chunk)."""
+    with path.open("rb") as fh:
+        plain = fh.read(2) != GZIP_MAGIC
+    if plain:
+        mapped = map_file(path)
+        if mapped is not None:
+            return mapped, piece
+        with path.open("rb") as fh:
+            fh.seek(piece.start)
+            return fh.read(piece.stop - piece.start), Slice(0, piece.stop - piece.start)
+    kept, base, offset = bytearray(), 0, 0
+    for text in gzip_chunks(path.read_bytes(), chunk):
+        if offset + len(text) > piece.start:
+            if not kept:  # the chunk where the slice starts
+                base = offset
+            kept += text
+        offset += len(text)
+        if offset >= piece.stop:
+            break
+    return kept, Slice(piece.start - base, piece.stop - base)
