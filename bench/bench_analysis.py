@@ -23,9 +23,9 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fixtures.scenario import build_scenario, tile_in_time
-from tracekit.analysis import place_steps
-from tracekit.metrics import clipped, step_metrics
-from tracekit.rules.base import Context
+from tracekit.analysis.pipeline import place_steps
+from tracekit.metrics.steps import clipped, step_metrics
+from tracekit.model import Context
 from tracekit.rules.registry import select
 from tracekit.steps import windows
 

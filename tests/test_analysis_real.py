@@ -20,11 +20,16 @@ _ALL = real_files("nvidia", "**/*.json*", "**/*.sqlite") + real_files(
     "amd", "**/*.json*", "**/*.db", "**/*_kernel_trace.csv", "**/results.csv"
 )
 # Folders named _inspect / _reference_schemas hold notes about the samples, not traces.
-SAMPLES = [p for p in _ALL if p.values[0] is None or not any(
-    part.startswith("_") for part in p.values[0].parts)]  # fmt: skip
+SAMPLES = [
+    p
+    for p in _ALL
+    if p.values[0] is None or not any(part.startswith("_") for part in p.values[0].parts)
+]
 HTA_NCCL = re.compile(r"^nccl.*Kernel")  # HTA's communication kernels
-EAGER = re.compile(r"at::native::(vectorized_elementwise_kernel|unrolled_elementwise_kernel|"
-                   r"elementwise_kernel|reduce_kernel)")  # fmt: skip
+EAGER = re.compile(
+    r"at::native::(vectorized_elementwise_kernel|unrolled_elementwise_kernel|"
+    r"elementwise_kernel|reduce_kernel)"
+)
 
 
 def _analysis(path: Path) -> tracekit.analysis.Analysis:

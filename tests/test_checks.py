@@ -15,20 +15,23 @@ from tests.conftest import run_cli
 from tests.test_step_outputs import low_confidence_trace
 from tracekit.checks.identities import categories_add_up
 from tracekit.demo import demo_paths
+from tracekit.export import save
 from tracekit.timeline import Timeline, build_table
 
 COLUMNS = ("ts", "dur", "kind", "name", "device", "stream", "rank", "pid", "tid", "corr")
 
 
 def _timeline(rows: list[dict]) -> Timeline:
-    return Timeline(build_table({k: [r.get(k) for r in rows] for k in COLUMNS}),
-                    {"format": "test"})  # fmt: skip
+    return Timeline(build_table({k: [r.get(k) for r in rows] for k in COLUMNS}), {"format": "test"})
 
 
 def _decode(
-    steps: int = 6, linked: bool = True, device: int | None = 0, rank: int = 0,
+    steps: int = 6,
+    linked: bool = True,
+    device: int | None = 0,
+    rank: int = 0,
     kernel: str = "gemm_{j}",
-) -> list[dict]:  # fmt: skip
+) -> list[dict]:
     """Marker steps of 100 µs every 200 µs, four 15 µs kernels each (launched inside)."""
     rows, corr = [], rank * 1_000
     for i in range(steps):
@@ -54,9 +57,16 @@ def test_every_identity_passes_on_the_faithful_demo() -> None:
     checks = tracekit.analyze(tracekit.load(demo_paths()[0])).checks
     assert [c.status for c in checks] == ["pass"] * len(checks)
     by = {c.name: c for c in checks}
-    assert set(by) == {"steps.confidence", "steps.cover", "categories.sum", "steps.giant",
-                       "steps.placement", "rows.device", "comm.present",
-                       "comm.unknown"}  # fmt: skip
+    assert set(by) == {
+        "steps.confidence",
+        "steps.cover",
+        "categories.sum",
+        "steps.giant",
+        "steps.placement",
+        "rows.device",
+        "comm.present",
+        "comm.unknown",
+    }
     assert by["steps.cover"].expected == by["steps.cover"].actual == 14_472_221
     assert by["comm.present"].actual == 4_520_238
     assert by["categories.sum"].actual == 16_370_789
@@ -143,7 +153,7 @@ def test_check_command_prints_failing_first_and_exits_one(tmp_path: Path) -> Non
               "pid": 1, "tid": 1, "rank": 0, "corr": 999},
              {"ts": 521_000, "dur": 60_000, "kind": "kernel", "name": "stray_gemm",
               "device": 0, "stream": 7, "rank": 0, "corr": 999}]  # fmt: skip
-    path = _timeline(rows).save(tmp_path / "stray.parquet")
+    path = save(_timeline(rows), tmp_path / "stray.parquet")
     done = run_cli("--no-color", "check", str(path), env={"COLUMNS": "300"})
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
@@ -166,7 +176,7 @@ def test_check_command_on_bad_input_is_one_line_and_exit_2(tmp_path: Path, bad: 
 
 def test_checks_show_in_summary_analyze_and_markdown(tmp_path: Path) -> None:
     rows = _decode(kernel="mylab::fancy_allreduce_v{j}")
-    path = _timeline(rows).save(tmp_path / "guess.parquet")
+    path = save(_timeline(rows), tmp_path / "guess.parquet")
     for command in ("analyze", "summary"):
         out = run_cli("--no-color", command, str(path), env={"COLUMNS": "300"}).stdout
         assert out.splitlines()[0].startswith("warn comm.unknown  4 kernel name(s)")

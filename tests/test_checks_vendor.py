@@ -80,8 +80,9 @@ def test_torch_npu_step_trace_pass_then_fail_naming_the_step(
     name = "vendor.steps:step_trace_time.csv@rank0"
     check = _checks(out)[name]
     assert check.status == "pass" and check.detail.startswith("4 step(s) agree")
-    step, _ = _scale(out / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv", "Step",
-                     "Computing", pick=2)  # fmt: skip
+    step, _ = _scale(
+        out / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv", "Step", "Computing", pick=2
+    )
     check = _checks(out)[name]
     assert check.status == "fail" and check.detail.startswith(f"step {step}: computing ")
     assert "(9.1% off)" in check.detail
@@ -95,8 +96,9 @@ def test_torch_npu_op_statistic_pass_then_fail_naming_the_operator_type(
     out = write_torch_npu(ascend, tmp_path, rank=0)
     name = "vendor.kernels:op_statistic.csv@rank0"
     assert _checks(out)[name].status == "pass"
-    op_type, _ = _scale(out / "ASCEND_PROFILER_OUTPUT" / "op_statistic.csv", "OP Type",
-                        "Total Time(us)", pick=1)  # fmt: skip
+    op_type, _ = _scale(
+        out / "ASCEND_PROFILER_OUTPUT" / "op_statistic.csv", "OP Type", "Total Time(us)", pick=1
+    )
     check = _checks(out)[name]
     assert check.status == "fail" and check.detail.startswith(repr(op_type))
 
@@ -144,15 +146,26 @@ def test_each_rank_of_a_folder_is_checked_against_its_own_summary(
     from fixtures.ascend_text_writer import write_torch_npu
 
     for rank in (0, 1):
-        out = write_torch_npu(ascend, tmp_path, rank=rank, device=rank,
-                              name=f"host{rank}_4242_20250109074803_ascend_pt")  # fmt: skip
+        out = write_torch_npu(
+            ascend,
+            tmp_path,
+            rank=rank,
+            device=rank,
+            name=f"host{rank}_4242_20250109074803_ascend_pt",
+        )
         for info in out.glob("profiler_info_*.json"):
             info.unlink()
     checks = _checks(tmp_path)
     vendor = {n: c.status for n, c in checks.items() if n.startswith("vendor.")}
-    assert vendor == {f"vendor.{k}@rank{r}": "pass" for r in (0, 1)
-                      for k in ("steps:step_trace_time.csv", "kernels:op_statistic.csv",
-                                "kernels:kernel_details.csv")}  # fmt: skip
+    assert vendor == {
+        f"vendor.{k}@rank{r}": "pass"
+        for r in (0, 1)
+        for k in (
+            "steps:step_trace_time.csv",
+            "kernels:op_statistic.csv",
+            "kernels:kernel_details.csv",
+        )
+    }
 
 
 def test_an_unreadable_stats_row_is_left_out_not_a_crash(

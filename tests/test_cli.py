@@ -38,8 +38,13 @@ def test_info_json_on_real_h200() -> None:
     assert data["producer"]["version"] == "2024.6.2.25"
     assert data["devices"][0]["name"] == "NVIDIA H200"
     assert data["events_per_kind"] == {
-        "api": 968, "kernel": 19, "memcpy": 1, "memset": 1, "range": 652, "sync": 1,
-    }  # fmt: skip
+        "api": 968,
+        "kernel": 19,
+        "memcpy": 1,
+        "memset": 1,
+        "range": 652,
+        "sync": 1,
+    }
     assert data["streams_per_device"] == {"0": [7]}
     assert done.stderr == ""
 
@@ -96,7 +101,21 @@ def test_formats_lists_every_parser() -> None:
     done = run_cli("formats")
     names = [line.split()[0] for line in done.stdout.splitlines()]
     assert names == [
-        "nsys-sqlite", "rpd", "rocpd", "rocprof-v1", "rocprof-v1-db", "rocprof-v1-json",
-        "rocprof-v1-csv", "nsys-rep", "perfetto", "rocprofv3-json", "rocprofv3-csv", "rpd-json",
-        "msprof-db", "msprof", "kineto", "tracekit-parquet", "tracekit-arrow",
-    ]  # fmt: skip
+        "nsys-sqlite",
+        "rpd",
+        "rocpd",
+        "rocprof-v1",
+        "rocprof-v1-db",
+        "rocprof-v1-json",
+        "rocprof-v1-csv",
+        "nsys-rep",
+        "perfetto",
+        "rocprofv3-json",
+        "rocprofv3-csv",
+        "rpd-json",
+        "msprof-db",
+        "msprof",
+        "kineto",
+        "tracekit-parquet",
+        "tracekit-arrow",
+    ]

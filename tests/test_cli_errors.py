@@ -9,14 +9,21 @@ import pytest
 
 from tests.conftest import run_cli
 from tracekit.errors import TraceError
+from tracekit.export import save
 from tracekit.timeline import Timeline, build_table
 
 
 def _saved(path: Path, ts: list[int], dur: list[int], kinds: list[str] | None = None) -> Path:
     kinds = kinds or ["kernel"] * len(ts)
-    columns = {"ts": ts, "dur": dur, "kind": kinds, "name": ["k"] * len(ts),
-               "device": [0] * len(ts), "stream": [7] * len(ts)}  # fmt: skip
-    return Timeline(build_table(columns), {"format": "test"}).save(path)
+    columns = {
+        "ts": ts,
+        "dur": dur,
+        "kind": kinds,
+        "name": ["k"] * len(ts),
+        "device": [0] * len(ts),
+        "stream": [7] * len(ts),
+    }
+    return save(Timeline(build_table(columns), {"format": "test"}), path)
 
 
 def _one_error_line(done: subprocess.CompletedProcess[str], *needles: str) -> str:

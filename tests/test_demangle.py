@@ -13,9 +13,9 @@ import pytest
 
 import tracekit
 from tests.conftest import real_file
-from tracekit.names import drop_return_type, kernel_key
+from tracekit.export import save
+from tracekit.names import drop_return_type, kernel_key, short_name
 from tracekit.parsers.demangle import demangle, demangle_events
-from tracekit.reports.format import short_name
 from tracekit.timeline import build_table
 
 SILU = "_ZN4vllm18act_and_mul_kernelIN3c108BFloat16EXadL_ZNS_11silu_kernelIS2_EET_RKS4_EELb1EEEvPS4_PS5_i"
@@ -155,7 +155,7 @@ def test_diff_of_a_mangled_trace_against_a_demangled_one_matches_every_kernel(
                              "kind": ["kernel"] * 12, "name": rows, "device": [0] * 12,
                              "stream": [7] * 12, "rank": [0] * 12})  # fmt: skip
         path = tmp_path / f"run_{mangled}.parquet"
-        tracekit.Timeline(table, {"format": "fixture"}).save(path)
+        save(tracekit.Timeline(table, {"format": "fixture"}), path)
         runs.append(tracekit.analyze(tracekit.load(path)))
     result = compare([runs[0]], [runs[1]], allow_low_confidence=True)
     kernels = result.to_dict()["kernels"]
@@ -173,7 +173,7 @@ def test_without_a_demangler_the_timeline_says_names_stay_mangled(
     demangle.cache_clear()
     table = build_table({"ts": [0, 10], "dur": [5, 5], "kind": ["kernel"] * 2,
                          "name": [SILU, "main"], "device": [0, 0]})  # fmt: skip
-    path = tracekit.Timeline(table, {"format": "fixture"}).save(tmp_path / "m.parquet")
+    path = save(tracekit.Timeline(table, {"format": "fixture"}), tmp_path / "m.parquet")
     timeline = tracekit.load(path)
     assert timeline.df["name"].cast(pl.String).to_list() == [SILU, "main"]
     assert timeline.meta["warnings"][-1].startswith("1 kernel name(s) are mangled (_Z…)")

@@ -229,9 +229,11 @@ def test_bad_input_is_one_line_and_exit_2(
     (tmp_path / "empty").mkdir()
     (tmp_path / "garbage.bin").write_bytes(b"\x00not a trace\n" * 10)
     paths = {
-        "missing": tmp_path / "nope.sqlite", "empty": tmp_path / "empty",
-        "base": clean[1], "garbage": tmp_path / "garbage.bin",
-    }  # fmt: skip
+        "missing": tmp_path / "nope.sqlite",
+        "empty": tmp_path / "empty",
+        "base": clean[1],
+        "garbage": tmp_path / "garbage.bin",
+    }
     done = run_cli("diff", *(a.format(**paths) for a in args))
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr

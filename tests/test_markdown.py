@@ -48,9 +48,14 @@ def test_markdown_numbers_equal_step_metrics(trace: Path) -> None:
         assert len(cells) == len(step_columns(metrics))
         for cell, key in zip(cells, step_columns(metrics)):
             value = m[key]
-            want = "-" if value is None else fmt_pct(value) if key == "comm_overlap_ratio" else (
-                fmt_ns(value) if key.endswith("_ns") or key in ("dur", "ns_per_token")
-                else str(value))  # fmt: skip
+            if value is None:
+                want = "-"
+            elif key == "comm_overlap_ratio":
+                want = fmt_pct(value)
+            elif key.endswith("_ns") or key in ("dur", "ns_per_token"):
+                want = fmt_ns(value)
+            else:
+                want = str(value)
             assert cell == want, key
     assert "<script" not in md and "&lt;script&gt;" in md  # the evil name in a finding
     assert md.count("- **warning** `fallback`") == 3

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fixtures.scenario import KERNELS
-from tracekit.names import kernel_family, kernel_key
-from tracekit.reports.format import distinct_short_names
+from tracekit.names import distinct_short_names, kernel_family, kernel_key
 
 CUTLASS = (
     "void cutlass::Kernel<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x64_64x3_tn_align8>"
@@ -28,8 +27,10 @@ CIJK = (
         ("hcom_allReduce__586_0_1", "hcom_allReduce"),
         ("hcom_allGather__868_3_1", "hcom_allGather"),
         ("trans_TransData_26", "trans_TransData"),
-        ("Default/network-WithLossCell/_backbone-AlexNet/Cast-op271",
-         "Default/network-WithLossCell/_backbone-AlexNet/Cast"),
+        (
+            "Default/network-WithLossCell/_backbone-AlexNet/Cast-op271",
+            "Default/network-WithLossCell/_backbone-AlexNet/Cast",
+        ),
         ("Default/AllReduce-op534_0", "Default/AllReduce"),
         ("loop_add_fusion_3", "loop_add_fusion"),
         ("fusion.12", "fusion"),
@@ -39,8 +40,10 @@ CIJK = (
         ("attn_fwd_1f8e2a9c7b3d4e5f60718293a4b5c6d7", "attn_fwd"),
         ("graph_3f2a1b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b_kernel", "graph_kernel"),
         # signatures and the "void " return type are not part of the identity
-        ("void vllm::rms_norm_kernel<c10::BFloat16, (int)8>(T1 *, const T1 *, int)",
-         "vllm::rms_norm_kernel<c10::BFloat16, (int)8>"),
+        (
+            "void vllm::rms_norm_kernel<c10::BFloat16, (int)8>(T1 *, const T1 *, int)",
+            "vllm::rms_norm_kernel<c10::BFloat16, (int)8>",
+        ),
         (CUTLASS, CUTLASS[5 : CUTLASS.index("(")]),
         # nothing volatile: kept as they are
         ("nvjet_hsh_128x32_64x8_2x1_v_bz_coopB_TNT", "nvjet_hsh_128x32_64x8_2x1_v_bz_coopB_TNT"),
@@ -52,7 +55,7 @@ CIJK = (
         ("aclnnMm_MatMulV3Common_MatMulV3", "aclnnMm_MatMulV3Common_MatMulV3"),
         ("_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdE", "_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdE"),
     ],
-)  # fmt: skip
+)
 def test_kernel_key(name: str, key: str) -> None:
     assert kernel_key(name) == key
 
@@ -63,8 +66,10 @@ def test_kernel_key(name: str, key: str) -> None:
         # tile shapes, data types and templates tell GEMMs apart
         ("nvjet_hsh_128x32_64x8_2x1_v_bz_coopB_TNT", "nvjet_hsh_64x32_64x16_4x1_v_bz_splitK_TNT"),
         ("nvjet_hsh_128x32_64x8_2x1_v_bz_coopB_TNT", "nvjet_hsh_128x32_64x8_2x1_v_bz_coopA_TNT"),
-        ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x64x64_warpgroupsize1x1x1",
-         "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x64x64_warpgroupsize1x1x1"),
+        (
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x64x64_warpgroupsize1x1x1",
+            "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x64x64_warpgroupsize1x1x1",
+        ),
         (CUTLASS, CUTLASS.replace("128x64_64x3", "256x128_64x3")),
         (KERNELS["w13"].name, KERNELS["w2"].name),
         (CIJK, CIJK.replace("MT256x48x64", "MT160x256x64")),
@@ -73,7 +78,7 @@ def test_kernel_key(name: str, key: str) -> None:
         ("Memcpy HtoD (Pinned -> Device)", "Memcpy DtoH (Device -> Pinned)"),
         ("Conv2D1", "Conv2D5"),
     ],
-)  # fmt: skip
+)
 def test_different_kernels_keep_different_keys(a: str, b: str) -> None:
     assert kernel_key(a) != kernel_key(b)
 

@@ -102,9 +102,10 @@ def test_opens_offline_without_errors_and_every_plot_is_drawn(opened: Opened) ->
     page = opened.page
     assert opened.errors == [] and opened.dialogs == [] and opened.outside == []
     plots = page.eval_on_selector_all(
-        ".plot", "els => els.map(e => [e.id, e.classList.contains('js-plotly-plot'),"
+        ".plot",
+        "els => els.map(e => [e.id, e.classList.contains('js-plotly-plot'),"
         " e.querySelectorAll('svg.main-svg').length])",
-    )  # fmt: skip
+    )
     # 4 step figures, one overlap matrix per device (2) and one Gantt per trace (2)
     assert len(plots) == 8
     assert all(is_plot and svgs > 0 for _, is_plot, svgs in plots), plots
@@ -182,8 +183,9 @@ def test_hostile_names_render_as_text(opened: Opened) -> None:
 def _colours(page: Any, png: bytes) -> tuple[int, float]:
     """Distinct colours and the share of non-white pixels of a PNG, decoded by the browser."""
     data = base64.b64encode(png).decode()
-    return tuple(page.evaluate(
-        """async (data) => {
+    return tuple(
+        page.evaluate(
+            """async (data) => {
             const img = new Image(); img.src = 'data:image/png;base64,' + data;
             await img.decode();
             const c = document.createElement('canvas'); c.width = img.width; c.height = img.height;
@@ -196,8 +198,9 @@ def _colours(page: Any, png: bytes) -> tuple[int, float]:
             }
             return [seen.size, ink / (px.length / 4)];
         }""",
-        data,
-    ))  # fmt: skip
+            data,
+        )
+    )
 
 
 def test_screenshot_is_not_blank(browser: Any, opened: Opened, tmp_path: Path) -> None:

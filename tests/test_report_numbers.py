@@ -16,7 +16,7 @@ import tracekit
 from tests.conftest import run_cli
 from tracekit import stats
 from tracekit.demo import demo_paths
-from tracekit.metrics import METRIC_COLUMNS
+from tracekit.metrics.columns import METRIC_COLUMNS
 from tracekit.reports.format import fmt_ns, fmt_pct
 from tracekit.reports.markdown import step_columns
 

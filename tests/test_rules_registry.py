@@ -13,8 +13,9 @@ from fixtures.nsys_writer import write_nsys_sqlite
 from fixtures.scenario import build_scenario
 from tests.conftest import run_cli
 from tracekit.errors import TraceError
+from tracekit.model import Context, Finding
 from tracekit.rules import registry
-from tracekit.rules.base import Context, Finding, Rule
+from tracekit.rules.base import Rule
 
 
 class LongKernels(Rule):
@@ -50,7 +51,8 @@ def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_plugin_rule_runs_with_its_options(plugin: None, trace: Path) -> None:
-    assert list(registry.available()) == ["overlap", "fallback", "mc2", "bubbles", "long-kernels"]
+    builtin = [rule.id for rule in registry.BUILTIN]
+    assert list(registry.available()) == [*builtin, "long-kernels"]
     timeline = tracekit.load(trace)
     [finding] = tracekit.analyze(timeline, ["long-kernels"]).findings
     kernels = timeline.df.filter(timeline.df["kind"] == "kernel")
@@ -80,8 +82,15 @@ def test_analyze_json_and_options_on_the_command_line(trace: Path) -> None:
     assert data["steps"]["method"] == "marker" and data["steps"]["count"] == 3
     assert [f["rule"] for f in data["findings"]] == ["bubbles"]
     assert data["findings"][0]["metrics"]["largest_bubble_ns"] == 100_000
-    quiet = run_cli("analyze", str(trace), "--json", "-O", "bubbles.report_ns=200000",
-                    "-O", "bubbles.report_share=0.5")  # fmt: skip
+    quiet = run_cli(
+        "analyze",
+        str(trace),
+        "--json",
+        "-O",
+        "bubbles.report_ns=200000",
+        "-O",
+        "bubbles.report_share=0.5",
+    )
     assert json.loads(quiet.stdout)["findings"] == []
     bad = run_cli("analyze", str(trace), "-O", "bubbles=1")
     assert bad.returncode == 2 and "RULE.KEY=VALUE" in bad.stderr
@@ -92,13 +101,21 @@ def test_rules_command_documents_every_rule() -> None:
     done = run_cli("rules", "--json")
     assert done.returncode == 0
     docs = {d["id"]: d for d in json.loads(done.stdout)}
-    assert set(docs) == {"overlap", "fallback", "mc2", "bubbles"}
+    assert list(docs) == list(registry.available())
     for doc in docs.values():
         text = " ".join(doc["doc"].split())
         assert "Triggers:" in text and "Clean:" in text and "Why it matters" in text
         assert all(opt["help"] for opt in doc["options"].values())
     text = run_cli("rules").stdout
     assert "option bubbles.report_ns = 20000" in text
+
+
+def test_every_rule_has_its_test_file() -> None:
+    """Each built-in rule has ``tests/rules/test_<id>.py``: a fixture that triggers it and
+    one that must not."""
+    folder = Path(__file__).parent / "rules"
+    missing = [r.id for r in registry.BUILTIN if not (folder / f"test_{r.id}.py").is_file()]
+    assert registry.BUILTIN and missing == []
 
 
 def test_summary_shows_steps_and_findings(trace: Path) -> None:

@@ -9,21 +9,38 @@ import pytest
 
 from tracekit import stats
 from tracekit.errors import TraceError
+from tracekit.export import save
 from tracekit.intervals import merge
 from tracekit.load import load
 from tracekit.timeline import Timeline, build_table
 
 
 def _timeline(rows: list[dict[str, Any]], **meta: Any) -> Timeline:
-    columns = {c: [r.get(c) for r in rows] for c in ("ts", "dur", "kind", "name", "device",
-                                                      "stream", "pid")}  # fmt: skip
+    columns = {
+        c: [r.get(c) for r in rows]
+        for c in ("ts", "dur", "kind", "name", "device", "stream", "pid")
+    }
     return Timeline(build_table(columns), {"format": "test", **meta})
 
 
-def _k(ts: int, dur: int, device: int | None = 0, stream: int = 7, pid: int | None = 1,
-       kind: str = "kernel", name: str = "k") -> dict[str, Any]:  # fmt: skip
-    return {"ts": ts, "dur": dur, "kind": kind, "name": name, "device": device,
-            "stream": stream, "pid": pid}  # fmt: skip
+def _k(
+    ts: int,
+    dur: int,
+    device: int | None = 0,
+    stream: int = 7,
+    pid: int | None = 1,
+    kind: str = "kernel",
+    name: str = "k",
+) -> dict[str, Any]:
+    return {
+        "ts": ts,
+        "dur": dur,
+        "kind": kind,
+        "name": name,
+        "device": device,
+        "stream": stream,
+        "pid": pid,
+    }
 
 
 def test_busy_per_kind_is_merged_per_device_then_summed() -> None:
@@ -55,8 +72,11 @@ def test_rows_without_device_sort_last() -> None:
     data = stats.summary(_timeline(rows))
     assert [(d["device"], d["busy_ns"]) for d in data["devices"]] == [(0, 40), (1, 10), (None, 15)]
     assert [(s["device"], s["stream"]) for s in data["streams"]] == [
-        (0, 7), (1, 7), (None, 3), (None, 7),
-    ]  # fmt: skip
+        (0, 7),
+        (1, 7),
+        (None, 3),
+        (None, 7),
+    ]
     assert data["kinds"][0]["busy_ns"] == 65
     info = stats.info(_timeline(rows, devices=[{"index": 0, "name": "A"}]))
     assert [d["index"] for d in info["devices"]] == [0, 1, None]
@@ -73,7 +93,7 @@ def test_timestamps_near_2_63_raise_a_trace_error() -> None:
 
 
 def test_load_names_the_source_when_the_parser_left_it_empty(tmp_path: Path) -> None:
-    path = _timeline([_k(0, 10)]).save(tmp_path / "saved.parquet")
+    path = save(_timeline([_k(0, 10)]), tmp_path / "saved.parquet")
     assert load(path).meta["source"] == "saved.parquet"
-    named = _timeline([_k(0, 10)], source="original.sqlite").save(tmp_path / "named.arrow")
+    named = save(_timeline([_k(0, 10)], source="original.sqlite"), tmp_path / "named.arrow")
     assert load(named).meta["source"] == "original.sqlite"

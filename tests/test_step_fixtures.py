@@ -49,8 +49,9 @@ def _windows(analysis: tracekit.Analysis) -> list[tuple[int, int]]:
     return analysis.windows.sort("step").select("start", "end").rows()
 
 
-def _shifted(truth: list[tuple[int, int]], analysis: tracekit.Analysis,
-             first: tuple[int, int]) -> list[tuple[int, int]]:  # fmt: skip
+def _shifted(
+    truth: list[tuple[int, int]], analysis: tracekit.Analysis, first: tuple[int, int]
+) -> list[tuple[int, int]]:
     """Truth windows moved onto the timeline's clock (its origin differs by writer)."""
     shift = _windows(analysis)[0][0] - first[0]
     return [(s + shift, e + shift) for s, e in truth]
@@ -65,8 +66,11 @@ def test_engine_annotations_give_steps_phases_and_tokens(
     frame = SGLANG_FRAME if marker == "sglang" else None
     if frame and writer.startswith("kineto"):  # SGLang's iteration frame holds its spans
         flavour = "rocm" if writer == "kineto-rocm" else "cuda-2024"
-        a = tracekit.analyze(tracekit.load(write_kineto_json(
-            sc.events, tmp_path / "t.json", flavour=flavour, step_frame=frame)))  # fmt: skip
+        a = tracekit.analyze(
+            tracekit.load(
+                write_kineto_json(sc.events, tmp_path / "t.json", flavour=flavour, step_frame=frame)
+            )
+        )
     else:
         a = _analyze(sc, WRITERS[writer], tmp_path)
         frame = None
@@ -150,8 +154,14 @@ def test_back_to_back_decode_after_a_load_phase(tmp_path: Path, writer: str) -> 
     """No marker, no graph, no idle gap between tokens (the host runs a step ahead): the
     period of the kernels gives the steps; the load phase is one window, the prefill a step."""
     tokens = 9
-    sc = build_scenario(steps=1 + tokens, layers=3, marker="none", host_ahead=1,
-                        warmup_copies=30, batches=[prefill(1)] + [decode(8)] * tokens)  # fmt: skip
+    sc = build_scenario(
+        steps=1 + tokens,
+        layers=3,
+        marker="none",
+        host_ahead=1,
+        warmup_copies=30,
+        batches=[prefill(1)] + [decode(8)] * tokens,
+    )
     a = _analyze(sc, BACK_TO_BACK[writer], tmp_path)
     assert (a.steps.method, a.steps.confidence, len(a.steps)) == ("period", "medium", 11)
     ranges = a.steps.ranges
@@ -178,9 +188,16 @@ def test_torch_npu_host_ahead_matches_its_step_trace_time(
     no launch link: they are placed by the device windows, and every step's Computing,
     Communication (Not Overlapped) and Overlapped equal torch_npu's own. The steps are
     ProfilerStep#N, or vllm-ascend's execute_model Python frames."""
-    sc = build_ascend_scenario(steps=6, layers=4, host_ahead=ahead, hccl_flows=False,
-                               hccl_all_to_all_layers=4, unfused_collective=True,
-                               fallback_kernel=False, step_frames=frames)  # fmt: skip
+    sc = build_ascend_scenario(
+        steps=6,
+        layers=4,
+        host_ahead=ahead,
+        hccl_flows=False,
+        hccl_all_to_all_layers=4,
+        unfused_collective=True,
+        fallback_kernel=False,
+        step_frames=frames,
+    )
     out = write_torch_npu(sc.events, tmp_path)
     a = tracekit.analyze(tracekit.load(out))
     assert (a.steps.method, a.steps.confidence, len(a.steps)) == ("marker", "high", 6)

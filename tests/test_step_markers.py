@@ -70,10 +70,18 @@ DECODED = [
     ("Iteration 4", "msprof", None, None),
 ]  # fmt: skip
 NOT_MARKERS = [
-    "execute_model_inputs", "step", "stepper[DECODE]", "forward", "aten::mm", "run_batch",
+    "execute_model_inputs",
+    "step",
+    "stepper[DECODE]",
+    "forward",
+    "aten::mm",
+    "run_batch",
     "vllm/v1/worker/gpu_model_runner.py(1983): _compute_cascade_attn_prefix_lens",
-    "layer_3_computation", "ProfilerStep", "decode", "Iteration",
-]  # fmt: skip
+    "layer_3_computation",
+    "ProfilerStep",
+    "decode",
+    "Iteration",
+]
 
 
 def _df(rows: list[tuple]) -> pl.DataFrame:
@@ -183,4 +191,7 @@ def test_user_marker_matches_device_ranges_when_the_host_has_none() -> None:
             _kernel(10), _kernel(110)]  # fmt: skip
     steps = find_steps(_df(rows), marker="^my step$")
     assert (len(steps), steps.by_device_time, steps.detail) == (
-        2, True, "device ranges matching '^my step$'")  # fmt: skip
+        2,
+        True,
+        "device ranges matching '^my step$'",
+    )

@@ -14,8 +14,17 @@ from tracekit.steps import assign, find_steps, review, windows
 from tracekit.steps.period import POST_LABEL, PRE_LABEL, best_period, candidates, find_period
 
 COLS = ("ts", "dur", "kind", "name", "device", "stream", "rank", "corr", "category")
-TYPES = (pl.Int64, pl.Int64, pl.String, pl.String, pl.Int32, pl.Int64, pl.Int32, pl.Int64,
-         pl.String)  # fmt: skip
+TYPES = (
+    pl.Int64,
+    pl.Int64,
+    pl.String,
+    pl.String,
+    pl.Int32,
+    pl.Int64,
+    pl.Int32,
+    pl.Int64,
+    pl.String,
+)
 LAYER = ("rmsnorm", "qkv", "attn", "o_proj", "router", "w13", "act", "w2")
 HEAD = ("embed",)
 TAIL = ("final_norm", "lm_head", "top_k", "sample")
@@ -26,9 +35,16 @@ def _frame(rows: list[tuple]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=dict(zip(COLS, TYPES)), orient="row")
 
 
-def _decode(steps: int, layers: int, *, gap: int = 40_000, warmup: int = 0, seed: int = 0,
-            lm_head_ns: int = 9_000, tail: tuple[str, ...] = TAIL,
-            ) -> tuple[pl.DataFrame, list[int]]:  # fmt: skip
+def _decode(
+    steps: int,
+    layers: int,
+    *,
+    gap: int = 40_000,
+    warmup: int = 0,
+    seed: int = 0,
+    lm_head_ns: int = 9_000,
+    tail: tuple[str, ...] = TAIL,
+) -> tuple[pl.DataFrame, list[int]]:
     """Kernels of ``steps`` decode steps on one stream (``gap`` ns idle before each step),
     after ``warmup`` irregular load kernels; returns the rows and each step's first ts."""
     rng = random.Random(seed)
@@ -107,8 +123,9 @@ STEP = [*HEAD, *(LAYER * 4), *TAIL]
 def test_a_kernel_every_few_steps_does_not_merge_steps(every: int) -> None:
     """A kernel that runs every second or third step (a cache copy, a MoE statistic) makes
     every k steps repeat exactly; the step is still one step."""
-    steps = [[*STEP[:5], "block_table_copy", *STEP[5:]] if i % every == 0 else STEP
-             for i in range(12)]  # fmt: skip
+    steps = [
+        [*STEP[:5], "block_table_copy", *STEP[5:]] if i % every == 0 else STEP for i in range(12)
+    ]
     df, firsts = _steps_of(steps)
     found = find_steps(df)
     assert (found.method, len(found)) == ("period", 12)
@@ -128,7 +145,10 @@ def test_two_steps_are_two_steps_with_low_confidence() -> None:
     df, firsts = _steps_of([STEP, STEP])
     found = find_steps(df)
     assert (found.method, found.confidence, found.ranges["start"].to_list()) == (
-        "period", "low", firsts)  # fmt: skip
+        "period",
+        "low",
+        firsts,
+    )
 
 
 @pytest.mark.parametrize("cut", [0.3, 0.8])
@@ -143,8 +163,10 @@ def test_a_step_cut_short_by_the_end_of_the_trace_is_its_own_window(cut: float) 
 
 def test_a_collective_that_starts_early_on_its_stream_does_not_open_a_step() -> None:
     df, firsts = _steps_of([STEP] * 10, gap=2_000)
-    tails = [(f - 1_000, 8_000, "kernel", "ncclDevKernel_AllReduce", 0, 21, 0, None, "comm")
-             for f in firsts[1:]]  # fmt: skip
+    tails = [
+        (f - 1_000, 8_000, "kernel", "ncclDevKernel_AllReduce", 0, 21, 0, None, "comm")
+        for f in firsts[1:]
+    ]
     found = find_steps(pl.concat([df, _frame(tails)]))
     assert (found.method, found.ranges["start"].to_list()) == ("period", firsts)
 
@@ -158,7 +180,7 @@ def test_rows_without_a_device_index_are_periodic_too() -> None:
 def test_the_load_window_takes_no_phase_from_its_kernels() -> None:
     warmup = [["paged_attention_v1_kernel", "load", "load2", "load3"]]
     df, _ = _steps_of([*warmup, *[STEP] * 6])
-    from tracekit.analysis import place_steps
+    from tracekit.analysis.pipeline import place_steps
 
     steps, _ = place_steps(df, {})
     assert steps.ranges.select("label", "phase").row(0) == (PRE_LABEL, None)
@@ -174,8 +196,10 @@ def test_ranks_that_repeat_differently_lower_the_confidence() -> None:
 
 def test_kernels_that_do_not_repeat_have_no_period() -> None:
     rng = random.Random(1)
-    rows = [(i * 5_000, 3_000, "kernel", f"k{rng.randint(0, 400)}", 0, 7, 0, None, "other")
-            for i in range(600)]  # fmt: skip
+    rows = [
+        (i * 5_000, 3_000, "kernel", f"k{rng.randint(0, 400)}", 0, 7, 0, None, "other")
+        for i in range(600)
+    ]
     assert find_period(_frame(rows), 0) is None
 
 
@@ -288,8 +312,10 @@ def test_one_window_holding_most_of_the_device_time_lowers_the_confidence() -> N
     load = (0, 50_000, 120_000, 210_000, 270_000, 350_000)  # idle gaps of 49-89 us
     rows = [_kernel(t, 1_000, None, name=f"load{i % 2}") for i, t in enumerate(load)]
     rng = random.Random(5)  # generation kernels whose names never repeat in order
-    rows += [_kernel(420_000 + i * 1_000, 990, None, name=f"g{rng.randint(0, 300)}")
-             for i in range(2_000)]  # fmt: skip
+    rows += [
+        _kernel(420_000 + i * 1_000, 990, None, name=f"g{rng.randint(0, 300)}")
+        for i in range(2_000)
+    ]
     df = _frame(rows)
     steps = find_steps(df)
     work = assign(df, steps)
@@ -302,11 +328,16 @@ def test_a_long_prefill_among_decode_steps_is_no_giant() -> None:
     """One prefill step holding most of the device time next to short decode steps is what
     serving looks like: the steps are compared within their phase."""
     rows = [(0, 1_000, "range", "step[EXTEND bs=15 toks=15360]", -1, None, 0, None, None)]
-    rows += [(1_000 + i * 100, 100, "range", "step[DECODE bs=32]", -1, None, 0, None, None)
-             for i in range(6)]  # fmt: skip
+    rows += [
+        (1_000 + i * 100, 100, "range", "step[DECODE bs=32]", -1, None, 0, None, None)
+        for i in range(6)
+    ]
     rows += [_api(10, 1), _kernel(20, 900, 1)]
-    rows += [r for i in range(6) for r in (_api(1_010 + i * 100, 2 + i),
-                                           _kernel(1_020 + i * 100, 30, 2 + i))]  # fmt: skip
+    rows += [
+        r
+        for i in range(6)
+        for r in (_api(1_010 + i * 100, 2 + i), _kernel(1_020 + i * 100, 30, 2 + i))
+    ]
     df = _frame(rows)
     steps = find_steps(df)
     reviewed = review(steps, assign(df, steps), lead_ns=10)

@@ -14,6 +14,7 @@ from fixtures.nsys_writer import write_nsys_sqlite
 from fixtures.scenario import build_scenario
 from fixtures.serving import decode, prefill
 from tests.conftest import run_cli
+from tracekit.export import save
 from tracekit.reports.format import fmt_ns
 from tracekit.timeline import Timeline, build_table
 
@@ -27,9 +28,15 @@ def low_confidence_trace(path: Path) -> Path:
     load = [0, 50_000, 120_000, 210_000, 270_000, 350_000]
     ts = load + [420_000 + i * 1_000 for i in range(2_000)]
     names = [f"load{i % 2}" for i in range(6)] + [f"g{rng.randint(0, 300)}" for _ in range(2_000)]
-    columns = {"ts": ts, "dur": [990] * len(ts), "kind": ["kernel"] * len(ts), "name": names,
-               "device": [0] * len(ts), "stream": [7] * len(ts)}  # fmt: skip
-    return Timeline(build_table(columns), {"format": "test"}).save(path)
+    columns = {
+        "ts": ts,
+        "dur": [990] * len(ts),
+        "kind": ["kernel"] * len(ts),
+        "name": names,
+        "device": [0] * len(ts),
+        "stream": [7] * len(ts),
+    }
+    return save(Timeline(build_table(columns), {"format": "test"}), path)
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +47,9 @@ def giant(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def phased(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """vLLM annotations: one prefill step, then five decode steps (Nsight Systems export)."""
-    sc = build_scenario(steps=6, layers=2, marker="vllm-native",
-                        batches=[prefill(2), *[decode(32)] * 5])  # fmt: skip
+    sc = build_scenario(
+        steps=6, layers=2, marker="vllm-native", batches=[prefill(2), *[decode(32)] * 5]
+    )
     return write_nsys_sqlite(sc.events, tmp_path_factory.mktemp("phased") / "vllm.sqlite")
 
 

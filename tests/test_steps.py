@@ -83,37 +83,6 @@ def test_idle_gaps_split_bursts_and_one_burst_is_one_window() -> None:
     assert assign(_df(bursts[:2]), single)["step"].to_list() == [0, 0]
 
 
-def test_bubble_causes() -> None:
-    import tracekit
-    from tracekit.rules.base import Context
-    from tracekit.rules.bubbles import attributed_bubbles
-    from tracekit.timeline import Timeline, build_table
-
-    nccl = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
-    rows = [
-        _range(0, 400_000, "ProfilerStep#1"),
-        _api(1_000, 1), _api(2_000, 2), _api(3_000, 3), _api(4_000, 4),
-        (5_000, 53_000, "api", "cudaStreamSynchronize", -1, None, 0, 99),
-        _api(150_000, 5),  # launched after the device went idle: host-bound
-        _kernel(10_000, 10_000, 1), _kernel(60_000, 10_000, 2),  # gap 20-60 us: in a sync
-        (100_000, 10_000, "kernel", nccl, 0, 7, 0, 3), _kernel(130_000, 5_000, 4),  # after nccl
-        _kernel(200_000, 5_000, 5),
-        _api(4_500, 6), _kernel(240_000, 5_000, 6),  # launched long before, no sync: unknown
-    ]  # fmt: skip
-    df = _df(rows)
-    tl = Timeline(build_table({c: df[c] for c in df.columns}), {"format": "test"})
-    a = tracekit.analyze(tl)
-    ctx = Context(a.rows, a.work, a.in_windows, a.windows, a.step_metrics, a.steps, tl.meta)
-    found = attributed_bubbles(ctx, 2_000).select("start", "end", "cause").rows()
-    assert found == [
-        (20_000, 60_000, "host-bound: sync"),
-        (70_000, 100_000, "communication"),  # the next row is a collective
-        (110_000, 130_000, "communication"),  # the previous row is a collective
-        (135_000, 200_000, "host-bound: launch"),
-        (205_000, 240_000, "unknown"),
-    ]
-
-
 def test_gap_threshold_ignores_one_outlier() -> None:
     import numpy as np
 

@@ -10,8 +10,9 @@ from rich.console import Console
 
 from tests.conftest import run_cli
 from tracekit import stats
+from tracekit.export import save
+from tracekit.names import distinct_short_names, printable
 from tracekit.reports import terminal
-from tracekit.reports.format import distinct_short_names, printable
 from tracekit.timeline import Timeline, build_table
 
 ESC_NAME = "evil\x1b[2J\x1b]8;;http://x.example\x1b\\kern\x9b31m\x07"
@@ -24,9 +25,17 @@ def _render(renderable: Any) -> str:
 
 
 def _timeline(name: str, **meta: Any) -> Timeline:
-    table = build_table({"ts": [0, 50], "dur": [100, 10], "kind": ["kernel", "kernel"],
-                         "name": [name, "gemm"], "device": [0, 0], "stream": [7, 7],
-                         "pid": [4242, 4242]})  # fmt: skip
+    table = build_table(
+        {
+            "ts": [0, 50],
+            "dur": [100, 10],
+            "kind": ["kernel", "kernel"],
+            "name": [name, "gemm"],
+            "device": [0, 0],
+            "stream": [7, 7],
+            "pid": [4242, 4242],
+        }
+    )
     return Timeline(table, {"format": "test", **meta})
 
 
@@ -60,7 +69,7 @@ def test_control_characters_from_the_trace_never_reach_the_terminal() -> None:
 
 
 def test_summary_command_prints_no_escape_sequence(tmp_path: Path) -> None:
-    path = _timeline(ESC_NAME).save(tmp_path / "ansi.parquet")
+    path = save(_timeline(ESC_NAME), tmp_path / "ansi.parquet")
     done = run_cli("summary", str(path), "--top", "40", env={"COLUMNS": "200"})
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout and "evil\ufffd[2J" in done.stdout
@@ -68,13 +77,20 @@ def test_summary_command_prints_no_escape_sequence(tmp_path: Path) -> None:
 
 def test_info_renders_markup_and_text_fields_literally() -> None:
     data = {
-        "source": "[/x].sqlite", "format": "[/x]", "events": 2, "span_ns": 10, "ranks": [0],
+        "source": "[/x].sqlite",
+        "format": "[/x]",
+        "events": 2,
+        "span_ns": 10,
+        "ranks": [0],
         "producer": {"name": "[red]nsys", "version": "[/x] [red]v", "export_schema": "[/s]"},
-        "devices": [{"index": 0, "name": "[/n]", "cores": "[/bogus]", "memory": "lots"},
-                    {"index": 1, "name": "H200", "cores": 132, "memory": 150137864192}],
+        "devices": [
+            {"index": 0, "name": "[/n]", "cores": "[/bogus]", "memory": "lots"},
+            {"index": 1, "name": "H200", "cores": 132, "memory": 150137864192},
+        ],
         "events_per_kind": {"[red]kernel[/red]": 1, "kernel": 1},
-        "streams_per_device": {"0": [7, 13]}, "warnings": ["[/w] odd"],
-    }  # fmt: skip
+        "streams_per_device": {"0": [7, 13]},
+        "warnings": ["[/w] odd"],
+    }
     lines = [line.rstrip() for line in _render(terminal.render_info(data)).splitlines()]
     assert lines[:6] == [
         "source    [/x].sqlite",

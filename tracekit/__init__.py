@@ -19,7 +19,7 @@ def __getattr__(name: str) -> object:
 
         return Analysis
     if name == "Finding":
-        from tracekit.rules.base import Finding
+        from tracekit.model import Finding
 
         return Finding
     raise AttributeError(f"module 'tracekit' has no attribute {name!r}")

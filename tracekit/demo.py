@@ -10,7 +10,8 @@ from rich.console import Group
 from rich.text import Text
 
 import tracekit.data
-from tracekit.reports.format import printable
+from tracekit.model import severity_rank
+from tracekit.names import printable
 from tracekit.reports.html_trace import producer_text
 from tracekit.reports.steps_terminal import SEVERITY_STYLE, render_steps
 
@@ -42,8 +43,7 @@ def grouped_findings(findings: list[dict[str, Any]]) -> Group:
     if not groups:
         return Group(Text("findings: none", style="green"))
     lines: list[Any] = [Text(f"findings: {len(findings)}", style="bold")]
-    order = {"error": 0, "warning": 1, "info": 2}
-    ranked = sorted(groups.items(), key=lambda g: (order.get(g[0][1], 3), g[0][0]))
+    ranked = sorted(groups.items(), key=lambda g: (severity_rank(g[0][1]), g[0][0]))
     for (rule, severity), group in ranked:
         steps = [f["step"] for f in group if f["step"] is not None]
         line = Text()

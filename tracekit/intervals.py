@@ -113,24 +113,30 @@ def _segments(a: pl.DataFrame, b: pl.DataFrame, keys: list[str]) -> pl.LazyFrame
     ).filter(pl.col("end").is_not_null() & (pl.col("end") > pl.col("pos")))
 
 
-def _combine(a: pl.DataFrame | pl.LazyFrame, b: pl.DataFrame | pl.LazyFrame,
-             keys: Sequence[str], keep: pl.Expr) -> pl.DataFrame:  # fmt: skip
+def _combine(
+    a: pl.DataFrame | pl.LazyFrame,
+    b: pl.DataFrame | pl.LazyFrame,
+    keys: Sequence[str],
+    keep: pl.Expr,
+) -> pl.DataFrame:
     keys = list(keys)
     segments = _segments(merge(a, keys), merge(b, keys), keys).filter(keep)
     picked = segments.select(*keys, ts=pl.col("pos"), dur=pl.col("end") - pl.col("pos"))
     return merge(picked, keys)
 
 
-def intersect(a: pl.DataFrame | pl.LazyFrame, b: pl.DataFrame | pl.LazyFrame,
-              keys: Sequence[str] = ()) -> pl.DataFrame:  # fmt: skip
+def intersect(
+    a: pl.DataFrame | pl.LazyFrame, b: pl.DataFrame | pl.LazyFrame, keys: Sequence[str] = ()
+) -> pl.DataFrame:
     """Where both interval sets are covered, per group (``*keys, start, end``, merged).
 
     Inputs have ``ts`` and ``dur`` (and the key columns)."""
     return _combine(a, b, keys, pl.col("in_a") & pl.col("in_b"))
 
 
-def subtract(a: pl.DataFrame | pl.LazyFrame, b: pl.DataFrame | pl.LazyFrame,
-             keys: Sequence[str] = ()) -> pl.DataFrame:  # fmt: skip
+def subtract(
+    a: pl.DataFrame | pl.LazyFrame, b: pl.DataFrame | pl.LazyFrame, keys: Sequence[str] = ()
+) -> pl.DataFrame:
     """Where ``a`` is covered and ``b`` is not, per group (``*keys, start, end``, merged)."""
     return _combine(a, b, keys, pl.col("in_a") & ~pl.col("in_b"))
 

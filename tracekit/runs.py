@@ -6,8 +6,9 @@ import glob
 from pathlib import Path
 
 from tracekit.errors import TraceError
-from tracekit.load import Probe
-from tracekit.parsers import Parser, registry
+from tracekit.parsers import registry
+from tracekit.parsers.base import Parser
+from tracekit.parsers.probe import Probe
 
 GLOB_CHARS = frozenset("*?[")
 

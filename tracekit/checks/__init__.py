@@ -10,12 +10,12 @@ import polars as pl
 
 from tracekit.checks.comm import communicates, unknown_comm
 from tracekit.checks.identities import identity_checks
-from tracekit.checks.model import STATUSES, Check, ordered
 from tracekit.checks.vendor import vendor_checks
-from tracekit.metrics import clipped
+from tracekit.metrics.steps import clipped
+from tracekit.model import Check, ordered
 from tracekit.steps import Steps
 
-__all__ = ["STATUSES", "Check", "ordered", "run_checks"]
+__all__ = ["run_checks"]
 
 
 def run_checks(

@@ -7,9 +7,9 @@ from typing import Any
 
 import polars as pl
 
-from tracekit.checks.model import Check
-from tracekit.checks.model import ns_text as _ns
 from tracekit.intervals import lengths, merge
+from tracekit.model import Check
+from tracekit.model import ns_text as _ns
 from tracekit.timeline import is_part
 
 KEY = ["rank", "device"]

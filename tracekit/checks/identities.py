@@ -8,9 +8,9 @@ from typing import Any
 
 import polars as pl
 
-from tracekit.checks.model import Check
-from tracekit.checks.model import ns_text as _ns
 from tracekit.intervals import lengths, merge
+from tracekit.model import Check
+from tracekit.model import ns_text as _ns
 from tracekit.steps import WORK_KINDS, Steps
 from tracekit.steps.confidence import GIANT_SHARE, GIANT_STEPS, step_shares
 from tracekit.timeline import is_part

@@ -23,8 +23,9 @@ from typing import Any
 
 import polars as pl
 
-from tracekit.checks.model import Check
 from tracekit.intervals import intersect, lengths, merge, subtract
+from tracekit.metrics import IS_COMPUTE
+from tracekit.model import Check
 
 REL = 0.01  # relative tolerance ...
 ABS_NS = 1_000  # ... or absolute, whichever is larger
@@ -36,9 +37,7 @@ STEP_LABEL = r"^(?:ProfilerStep#|Step\s*)(\d+)\s*$"
 # runs on the compute cores and its AI CPU side on the AI CPU, so both are computing;
 # communication is what the communication engine (HCCL) runs.
 _AI_CPU = pl.col("engine").cast(pl.String).fill_null("") == "ai_cpu"
-VENDOR_COMPUTE = ((pl.col("kind").cast(pl.String) == "kernel") & ~pl.col("is_comm")) | (
-    pl.col("is_fused_comm") | (pl.col("is_comm") & _AI_CPU)
-)
+VENDOR_COMPUTE = IS_COMPUTE | (pl.col("is_fused_comm") | (pl.col("is_comm") & _AI_CPU))
 VENDOR_COMM = pl.col("is_comm") & ~pl.col("is_fused_comm") & ~_AI_CPU
 
 
@@ -101,9 +100,11 @@ def _steps_check(summary: dict[str, Any], view: pl.DataFrame, labels: pl.DataFra
     unmatched = [step for step in listed if step not in steps]
     if not compared:
         return Check(
-            name, "warn", f"{source} names steps ({', '.join(listed[:5])}) that no step found"
+            name,
+            "warn",
+            f"{source} names steps ({', '.join(listed[:5])}) that no step found"
             " here from the profiler's step markers has: not compared",
-        )  # fmt: skip
+        )
     if worst is None:
         detail = (
             f"{len(steps)} step(s) agree with {source}: computing, communication not overlapped"

@@ -9,22 +9,22 @@ from typing import Any
 from rich.console import Group
 from rich.text import Text
 
-from tracekit.reports.format import printable
+from tracekit.model import STATUSES
+from tracekit.names import printable
 
 STATUS_STYLE = {"fail": "bold red", "warn": "yellow", "pass": "green"}
-STATUS_ORDER = ("fail", "warn", "pass")
 
 
 def tally(checks: Iterable[dict[str, Any]]) -> str:
     """``9 checks: 1 fail, 2 warn, 6 pass`` (statuses with none left out)."""
     checks = list(checks)
-    counts = {s: sum(c["status"] == s for c in checks) for s in STATUS_ORDER}
+    counts = {s: sum(c["status"] == s for c in checks) for s in STATUSES}
     parts = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     return f"{len(checks)} checks: {parts or 'none'}"
 
 
 def _ordered(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return sorted(checks, key=lambda c: STATUS_ORDER.index(c["status"]))
+    return sorted(checks, key=lambda c: STATUSES.index(c["status"]))
 
 
 def check_line(check: dict[str, Any]) -> Text:
@@ -56,6 +56,8 @@ def checks_markdown(checks: list[dict[str, Any]], md_text: Any) -> list[str]:
     lines = ["### Checks", "", tally(checks), "", "| status | check | detail |", "|---|---|---|"]
     icon = {"fail": "❌ fail", "warn": "⚠ warn", "pass": "✅ pass"}
     for c in _ordered(checks):
-        lines.append(f"| {icon.get(c['status'], c['status'])} | {md_text(c['name'])} |"
-                     f" {md_text(c['detail'])} |")  # fmt: skip
+        lines.append(
+            f"| {icon.get(c['status'], c['status'])} | {md_text(c['name'])} |"
+            f" {md_text(c['detail'])} |"
+        )
     return [*lines, ""]

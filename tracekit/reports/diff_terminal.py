@@ -10,15 +10,22 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from tracekit.names import printable
 from tracekit.reports import diff_text as dt
-from tracekit.reports.format import printable
 
 VERDICT_STYLE = {"regression": "bold red", "improvement": "bold green"}
 STATUS_STYLE = {
-    "regression": "red", "worse": "red", "appeared": "yellow", "more": "yellow",
-    "improvement": "green", "better": "green", "disappeared": "green", "fewer": "green",
-    "renamed": "cyan", "not significant": "dim",
-}  # fmt: skip
+    "regression": "red",
+    "worse": "red",
+    "appeared": "yellow",
+    "more": "yellow",
+    "improvement": "green",
+    "better": "green",
+    "disappeared": "green",
+    "fewer": "green",
+    "renamed": "cyan",
+    "not significant": "dim",
+}
 
 
 def _table(title: str, header: list[str], rows: list[list[Text]], width: int) -> Table:
@@ -29,15 +36,25 @@ def _table(title: str, header: list[str], rows: list[list[Text]], width: int) ->
     for i, heading in enumerate(header):
         last = i == len(header) - 1
         fit = min(needs[0], room) if i == 0 else needs[i]
-        table.add_column(heading, justify="left" if i == 0 or last else "right", no_wrap=True,
-                         overflow="ellipsis", width=fit)  # fmt: skip
+        table.add_column(
+            heading,
+            justify="left" if i == 0 or last else "right",
+            no_wrap=True,
+            overflow="ellipsis",
+            width=fit,
+        )
     for row in rows:
         table.add_row(*row)
     return table
 
 
-SHORT_STATUS = {"within threshold": "", "unchanged": "", "not significant": "~",
-                "regression": "▲", "improvement": "▼"}  # fmt: skip
+SHORT_STATUS = {
+    "within threshold": "",
+    "unchanged": "",
+    "not significant": "~",
+    "regression": "▲",
+    "improvement": "▼",
+}
 LEGEND = "▲ regression, ▼ improvement, ~ within the noise"
 
 
@@ -70,8 +87,9 @@ def render_diff(data: dict[str, Any], top: int = 10, width: int = 120) -> Group:
     if presence:
         parts += [Text(), Text("kernels", style="bold")]
         parts += [Text(f"  {text}", style=STATUS_STYLE.get(kind, "")) for kind, text in presence]
-    metric_rows = [[Text(r[0]), *(Text(c) for c in r[1:-1]), _status(r[-1])]
-                   for r in dt.metric_rows(data)]  # fmt: skip
+    metric_rows = [
+        [Text(r[0]), *(Text(c) for c in r[1:-1]), _status(r[-1])] for r in dt.metric_rows(data)
+    ]
     if metric_rows:
         header = ["rule metric (mean per step)", "base", "head", "Δ", "status"]
         parts += [Text(), _table("rule metrics", header, metric_rows, width)]

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tracekit.reports.format import fmt_ns, fmt_pct, short_name
+from tracekit.names import short_name
+from tracekit.reports.format import fmt_ns, fmt_pct
 
 Escape = Callable[[str], str]
 TITLES = {
@@ -55,9 +56,10 @@ def gate_phrase(change: dict[str, Any], name: Escape) -> str:
     """One gate as a phrase: what, relative change, absolute change, interval."""
     est = change["estimate"]
     what = (
-        f"{change['name']} median" if change["kind"] == "step"
+        f"{change['name']} median"
+        if change["kind"] == "step"
         else f"{name(change['name'])} time per step"
-    )  # fmt: skip
+    )
     if est["rel"] is None:
         return f"{what} new: {fmt_ns(est['head'])} (CI {interval(est)})"
     return f"{what} {signed_pct(est['rel'])} ({signed_ns(est['delta'])}, CI {interval(est)})"
@@ -88,8 +90,11 @@ def findings_summary(data: dict[str, Any], name: Escape) -> str:
     """Kinds of findings that are new or resolved, in one sentence (empty when none)."""
     parts = []
     for status, word in (("appeared", "new"), ("disappeared", "resolved")):
-        kinds = [f"[{name(f['rule'])}] {name(f['title'])}"
-                 for f in data["findings"] if f["status"] == status]  # fmt: skip
+        kinds = [
+            f"[{name(f['rule'])}] {name(f['title'])}"
+            for f in data["findings"]
+            if f["status"] == status
+        ]
         if kinds:
             parts.append(f"{len(kinds)} {word} ({'; '.join(kinds)})")
     return "findings: " + ", ".join(parts) if parts else ""
@@ -103,10 +108,11 @@ def causes(data: dict[str, Any], name: Escape, top: int = 3) -> str:
     sign = 1 if data["verdict"] == "regression" else -1
     moved = {c["name"] for c in data["categories"] if c["status"] == data["verdict"]}
     kernels = [
-        k for k in data["kernels"]
+        k
+        for k in data["kernels"]
         if (k["estimate"]["delta"] or 0) * sign > 0
         and (not moved or k["detail"]["category"] in moved)
-    ]  # fmt: skip
+    ]
     if kernels:  # the largest first; leave out those under a tenth of it
         largest = abs(kernels[0]["estimate"]["delta"])
         kernels = [k for k in kernels if abs(k["estimate"]["delta"]) >= largest / 10][:top]
@@ -153,8 +159,14 @@ def mover_rows(data: dict[str, Any], top: int) -> list[tuple[dict[str, Any], lis
     rows = []
     for change in cats + kernels:
         est = change["estimate"]
-        cells = [fmt_ns(est["base"]), fmt_ns(est["head"]), signed_ns(est["delta"]),
-                 signed_pct(est["rel"]), interval(est), change["status"]]  # fmt: skip
+        cells = [
+            fmt_ns(est["base"]),
+            fmt_ns(est["head"]),
+            signed_ns(est["delta"]),
+            signed_pct(est["rel"]),
+            interval(est),
+            change["status"],
+        ]
         rows.append((change, cells))
     return rows
 
@@ -166,15 +178,30 @@ def presence_lines(data: dict[str, Any], name: Escape) -> list[tuple[str, str]]:
         d, est = k["detail"], k["estimate"]
         what = f"{name(k['label'])} ({d['category']}{', fallback' if d['fallback'] else ''})"
         if d["presence"] == "appeared":
-            lines.append(("appeared", f"appeared: {what}: {fmt_ns(est['head'])} in "
-                         f"{d['count_head']:.3g} launches per step"))  # fmt: skip
+            lines.append(
+                (
+                    "appeared",
+                    f"appeared: {what}: {fmt_ns(est['head'])} in "
+                    f"{d['count_head']:.3g} launches per step",
+                )
+            )
         elif d["presence"] == "disappeared":
-            lines.append(("disappeared", f"disappeared: {what}: {fmt_ns(est['base'])} in "
-                         f"{d['count_base']:.3g} launches per step"))  # fmt: skip
+            lines.append(
+                (
+                    "disappeared",
+                    f"disappeared: {what}: {fmt_ns(est['base'])} in "
+                    f"{d['count_base']:.3g} launches per step",
+                )
+            )
         elif d["presence"] == "renamed":
-            lines.append(("renamed", f"matched across a rename: {name(short_name(k['name']))} → "
-                         f"{name(short_name(d['head_name']))}: {signed_ns(est['delta'])} "
-                         "per step"))  # fmt: skip
+            lines.append(
+                (
+                    "renamed",
+                    f"matched across a rename: {name(short_name(k['name']))} → "
+                    f"{name(short_name(d['head_name']))}: {signed_ns(est['delta'])} "
+                    "per step",
+                )
+            )
     return lines
 
 
@@ -195,15 +222,24 @@ def metric_rows(data: dict[str, Any]) -> list[list[str]]:
         est, name = m["estimate"], m["name"]
         if est["delta"]:
             status = m["status"] + ("" if est["significant"] else " (within noise)")
-            rows.append([m["label"], _metric_text(name, est["base"]),
-                         _metric_text(name, est["head"]), _metric_text(name, est["delta"], True),
-                         status])  # fmt: skip
+            rows.append(
+                [
+                    m["label"],
+                    _metric_text(name, est["base"]),
+                    _metric_text(name, est["head"]),
+                    _metric_text(name, est["delta"], True),
+                    status,
+                ]
+            )
     return rows
 
 
 FINDING_WORDS = {
-    "appeared": "new", "disappeared": "resolved", "more": "more often", "fewer": "less often",
-}  # fmt: skip
+    "appeared": "new",
+    "disappeared": "resolved",
+    "more": "more often",
+    "fewer": "less often",
+}
 
 
 def finding_lines(data: dict[str, Any], name: Escape) -> list[tuple[str, str]]:

@@ -29,7 +29,8 @@ import msgspec
 
 from tracekit import __version__
 from tracekit.analysis import Analysis
-from tracekit.checks import ordered
+from tracekit.metrics.columns import LABELS
+from tracekit.model import ordered
 from tracekit.reports.html_gantt import CLASSES, Strings, gantt
 from tracekit.reports.html_steps import default_steps, embedded_steps, step_table
 from tracekit.reports.html_trace import (
@@ -44,8 +45,13 @@ from tracekit.timeline import KINDS
 
 MAX_EVENTS = 5_000  # raw events per drilled-down step
 MAX_STEPS = 12  # drilled-down steps per trace (besides those asked for with --steps)
-_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
-                 "\u2028": "\\u2028", "\u2029": "\\u2029"}  # fmt: skip
+_JSON_ESCAPES = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
 _JSON_UNSAFE = re.compile("[<>&\u2028\u2029]")
 
 
@@ -97,6 +103,7 @@ def payload(
         "classes": list(CLASSES),
         "categories": list(CATEGORIES),
         "kinds": list(KINDS),
+        "labels": {column: label.heading for column, label in LABELS.items()},
         "traces": [
             trace_payload(a, label, extra_steps, max_events, max_steps)
             for a, label in zip(analyses, labels(analyses))

@@ -12,8 +12,9 @@ from typing import Any
 import polars as pl
 
 from tracekit.errors import TraceError
-from tracekit.metrics import METRIC_COLUMNS, primary_phase
-from tracekit.rules.base import Finding
+from tracekit.metrics.columns import METRIC_COLUMNS
+from tracekit.metrics.steps import primary_phase
+from tracekit.model import Finding, severity_rank
 
 SERIES = ["rank", "device"]
 TUKEY_K = 1.5  # outlier fences: below Q1 - k·IQR or above Q3 + k·IQR
@@ -89,7 +90,7 @@ def embedded_steps(
     chosen = list(dict.fromkeys([*default_steps(metrics).values(), *extra]))
     severe = sorted(
         (f for f in findings if f.step is not None and f.severity in ("error", "warning")),
-        key=lambda f: (f.severity != "error", f.step),
+        key=lambda f: (severity_rank(f.severity), f.step),
     )
     for f in severe:
         if len(chosen) >= max(limit // 2, 3):

@@ -14,15 +14,25 @@ import polars as pl
 
 from tracekit.analysis import Analysis, steps_summary
 from tracekit.intervals import lengths, merge
-from tracekit.metrics import phase_summary, primary_phase
+from tracekit.metrics import IS_COMPUTE
+from tracekit.metrics.steps import phase_summary, primary_phase
+from tracekit.model import Finding, severity_rank
+from tracekit.names import distinct_short_names
 from tracekit.reports.checks_text import tally
-from tracekit.reports.format import distinct_short_names
 from tracekit.reports.html_steps import step_times
-from tracekit.rules.base import Finding
 from tracekit.timeline import is_part
 
-TOTALS = ("dur", "busy_ns", "idle_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
-          "fallback_ns", "fused_comm_ns", "bubble_ns")  # fmt: skip
+TOTALS = (
+    "dur",
+    "busy_ns",
+    "idle_ns",
+    "compute_ns",
+    "comm_ns",
+    "exposed_comm_ns",
+    "fallback_ns",
+    "fused_comm_ns",
+    "bubble_ns",
+)
 LABEL_WIDTH = 90  # kernel names are shortened to this (the full name is the cell's tooltip)
 MAX_MATRIX_STREAMS = 12  # the busiest streams of a device in its overlap matrix
 
@@ -107,7 +117,7 @@ def kernels(analysis: Analysis, top: int = 25) -> list[dict[str, Any]]:
 def fallbacks(analysis: Analysis, top: int = 50) -> list[dict[str, Any]]:
     """Fallback kernels by total time; ``share`` of all compute kernel time."""
     work = analysis.work
-    compute = work.filter((pl.col("kind").cast(pl.String) == "kernel") & ~pl.col("is_comm"))
+    compute = work.filter(IS_COMPUTE)
     return _by_name(work.filter(pl.col("is_fallback")), int(compute["dur"].sum() or 0), top)
 
 
@@ -128,10 +138,17 @@ def overlap_matrices(analysis: Analysis) -> list[dict[str, Any]]:
         [1 << i for i in range(MAX_MATRIX_STREAMS)],
         return_dtype=pl.Int64,
     )
-    edges = pl.concat([
-        merged.select(*device, pos=pl.col("start"), d=bit, n=pl.lit(1)),
-        merged.select(*device, pos=pl.col("end"), d=-bit, n=pl.lit(-1)),
-    ]).group_by(*device, "pos").agg(pl.col("d", "n").sum()).sort(*device, "pos")  # fmt: skip
+    edges = (
+        pl.concat(
+            [
+                merged.select(*device, pos=pl.col("start"), d=bit, n=pl.lit(1)),
+                merged.select(*device, pos=pl.col("end"), d=-bit, n=pl.lit(-1)),
+            ]
+        )
+        .group_by(*device, "pos")
+        .agg(pl.col("d", "n").sum())
+        .sort(*device, "pos")
+    )
     segments = edges.with_columns(
         mask=pl.col("d").cum_sum().over(device),
         busy=pl.col("n").cum_sum().over(device),
@@ -151,8 +168,15 @@ def overlap_matrices(analysis: Analysis) -> list[dict[str, Any]]:
             for i, j in combinations(on, 2):
                 matrix[i][j] += ns
                 matrix[j][i] += ns
-        out.append({"rank": rank, "device": dev, "streams": order["stream"].to_list(),
-                    "ns": matrix, "streams_total": int(order["of"][0])})  # fmt: skip
+        out.append(
+            {
+                "rank": rank,
+                "device": dev,
+                "streams": order["stream"].to_list(),
+                "ns": matrix,
+                "streams_total": int(order["of"][0]),
+            }
+        )
     return out
 
 
@@ -182,7 +206,6 @@ def page_findings(findings: list[Finding]) -> tuple[list[dict[str, Any]], dict[s
     """The findings the page lists (per rule the most severe, then largest, first; at most
     :data:`MAX_FINDINGS_PER_RULE`, in the analysis' order) and the counts of all of them per
     rule and severity."""
-    order = {"error": 0, "warning": 1, "info": 2}
     counts: dict[str, Counter[str]] = {}
     by_rule: dict[str, list[int]] = {}
     for i, f in enumerate(findings):
@@ -191,7 +214,7 @@ def page_findings(findings: list[Finding]) -> tuple[list[dict[str, Any]], dict[s
     kept: set[int] = set()
     for indices in by_rule.values():
         ranked = sorted(
-            indices, key=lambda i: (order.get(findings[i].severity, 3), -_size(findings[i]))
+            indices, key=lambda i: (severity_rank(findings[i].severity), -_size(findings[i]))
         )
         kept.update(ranked[:MAX_FINDINGS_PER_RULE])
     listed = [_trimmed(f) for i, f in enumerate(findings) if i in kept]

@@ -10,18 +10,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tracekit.metrics.columns import LABELS
+from tracekit.names import printable
 from tracekit.reports.checks_text import checks_markdown, tally
-from tracekit.reports.format import fmt_ns, fmt_pct, printable
+from tracekit.reports.format import STEP_TABLE, fmt_ns, metric_cell
 
 MAX_STEP_ROWS = 40
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
 _MARKDOWN = re.compile(r"([\\`*_\[\]|~])")
-STEP_COLUMNS = {
-    "rank": "rank", "device": "dev", "step": "step", "phase": "phase", "tokens": "tokens",
-    "dur": "dur", "ns_per_token": "per token", "busy_ns": "busy", "compute_ns": "compute",
-    "comm_ns": "comm", "exposed_comm_ns": "exposed", "comm_overlap_ratio": "overlap",
-    "fallback_ns": "fallback", "bubble_ns": "bubbles",
-}  # fmt: skip
+STEP_COLUMNS = {key: LABELS[key].heading for key in STEP_TABLE}  # key -> heading
 OPTIONAL_COLUMNS = ("phase", "tokens", "ns_per_token")  # shown when some step has a value
 
 
@@ -33,13 +30,7 @@ def md_text(value: object) -> str:
 
 
 def _cell(key: str, value: Any) -> str:
-    if value is None:
-        return "-"
-    if key == "comm_overlap_ratio":
-        return fmt_pct(value)
-    if key.endswith("_ns") or key in ("dur", "ns_per_token"):
-        return fmt_ns(value)
-    return md_text(value)
+    return metric_cell(key, value, md_text)
 
 
 def phase_table(phases: list[dict[str, Any]]) -> list[str]:
@@ -51,9 +42,14 @@ def phase_table(phases: list[dict[str, Any]]) -> list[str]:
         "|---|---:|---:|---:|---:|---:|",
     ]
     for p in phases:
-        cells = [md_text(p["phase"]), str(p["steps"]), fmt_ns(p["median_ns"]),
-                 fmt_ns(p["p90_ns"]), "-" if p["tokens"] is None else f"{p['tokens']:,}",
-                 "-" if p["ns_per_token"] is None else fmt_ns(p["ns_per_token"])]  # fmt: skip
+        cells = [
+            md_text(p["phase"]),
+            str(p["steps"]),
+            fmt_ns(p["median_ns"]),
+            fmt_ns(p["p90_ns"]),
+            "-" if p["tokens"] is None else f"{p['tokens']:,}",
+            "-" if p["ns_per_token"] is None else fmt_ns(p["ns_per_token"]),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return [*lines, ""]
 
@@ -61,8 +57,11 @@ def phase_table(phases: list[dict[str, Any]]) -> list[str]:
 def step_columns(rows: list[dict[str, Any]]) -> dict[str, str]:
     """The step-table columns (key -> heading): phase, tokens and per-token time only when
     some step has them."""
-    return {k: v for k, v in STEP_COLUMNS.items()
-            if k not in OPTIONAL_COLUMNS or any(r.get(k) is not None for r in rows)}  # fmt: skip
+    return {
+        k: v
+        for k, v in STEP_COLUMNS.items()
+        if k not in OPTIONAL_COLUMNS or any(r.get(k) is not None for r in rows)
+    }
 
 
 def steps_table(rows: list[dict[str, Any]]) -> list[str]:

@@ -32,9 +32,11 @@ def output_path(out: Path | None, form: str, traces: Sequence[Path]) -> Path | N
 
 
 def render(
-    analyses: Sequence[Analysis], form: str = "html", steps: Sequence[int] = (),
+    analyses: Sequence[Analysis],
+    form: str = "html",
+    steps: Sequence[int] = (),
     max_events: int = 5_000,
-) -> str:  # fmt: skip
+) -> str:
     """The report of ``analyses`` as ``html``, ``md`` (one section per trace) or ``json``
     (``{"traces": [Analysis.to_dict() + "label"]}``); ``steps`` adds drill-down steps."""
     if form == "html":

@@ -9,20 +9,30 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from tracekit.metrics.columns import LABELS
+from tracekit.names import printable
 from tracekit.reports.checks_text import render_checks
-from tracekit.reports.format import fmt_ns, fmt_pct, printable
+from tracekit.reports.format import STEP_TABLE, fmt_ns, metric_cell
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-_STEP_COLUMNS = {
-    "rank": "rank", "dev": "device", "step": "step", "phase": "phase", "tokens": "tokens",
-    "dur": "dur", "per tok": "ns_per_token", "busy": "busy_ns", "compute": "compute_ns",
-    "comm": "comm_ns", "exposed": "exposed_comm_ns", "overlap": "comm_overlap_ratio",
-    "fallback": "fallback_ns", "bubbles": "bubble_ns",
-}  # fmt: skip
+_NARROW = {"ns_per_token": "per tok"}  # headings shorter than the labels' for a terminal
+_STEP_COLUMNS = {_NARROW.get(key, LABELS[key].heading): key for key in STEP_TABLE}
 # Columns kept first when the terminal is narrow; rank, dev, phase and tokens only where they
 # vary or are known.
-_PRIORITY = ("step", "dur", "phase", "compute", "exposed", "overlap", "fallback", "bubbles",
-             "tokens", "per tok", "comm", "busy")  # fmt: skip
+_PRIORITY = (
+    "step",
+    "dur",
+    "phase",
+    "compute",
+    "exposed",
+    "overlap",
+    "fallback",
+    "bubbles",
+    "tokens",
+    "per tok",
+    "comm",
+    "busy",
+)
 _OPTIONAL = ("rank", "dev", "phase", "tokens", "per tok")
 MAX_STEP_ROWS = 40
 BAR_WIDTH = 16
@@ -47,13 +57,7 @@ def step_bar(row: dict[str, Any], width: int = BAR_WIDTH) -> Text:
 
 
 def _cell(key: str, value: Any) -> Text:
-    if value is None:
-        return Text("-")
-    if key == "comm_overlap_ratio":
-        return Text(fmt_pct(value))
-    if key.endswith("_ns") or key in ("dur", "ns_per_token"):
-        return Text(fmt_ns(value))
-    return Text(printable(value))
+    return Text(metric_cell(key, value, printable))
 
 
 def confidence_line(data: dict[str, Any]) -> Text | None:
@@ -103,8 +107,9 @@ def render_steps(data: dict[str, Any], width: int = 200, confidence: bool = True
         f"{printable(steps['detail'])}"
     )
     notes = [Text(f"  {printable(w)}", style="yellow") for w in steps.get("warnings") or []]
-    table = Table(title="per step", title_justify="left", box=None, header_style="bold",
-                  padding=(0, 0, 0, 1))  # fmt: skip
+    table = Table(
+        title="per step", title_justify="left", box=None, header_style="bold", padding=(0, 0, 0, 1)
+    )
     rows = data["step_metrics"]
     shown = (
         rows

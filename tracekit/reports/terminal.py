@@ -13,7 +13,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from tracekit.reports.format import distinct_short_names, fmt_ns, fmt_pct, printable
+from tracekit.names import distinct_short_names, printable
+from tracekit.reports.format import fmt_ns, fmt_pct
 
 
 def _text(value: object, default: str = "-") -> Text:
@@ -73,16 +74,21 @@ def render_info(data: dict[str, Any]) -> Group:
     head.add_row("span", Text(fmt_ns(data.get("span_ns"))))
     head.add_row("ranks", _text(_joined(data.get("ranks"))))
 
-    devices = _table("devices", {"#": "right", "name": "left", "cores": "right",
-                                 "memory": "right", "streams": "left"})  # fmt: skip
+    devices = _table(
+        "devices",
+        {"#": "right", "name": "left", "cores": "right", "memory": "right", "streams": "left"},
+    )
     streams = data.get("streams_per_device", {})
     for dev in data.get("devices", []):
         dev = dev if isinstance(dev, Mapping) else {"name": dev}
         ids = streams.get(str(dev.get("index")), [])
         devices.add_row(
-            _text(dev.get("index")), _text(dev.get("name")), _text(dev.get("cores")),
-            _memory(dev.get("memory")), _text(_joined(ids)),
-        )  # fmt: skip
+            _text(dev.get("index")),
+            _text(dev.get("name")),
+            _text(dev.get("cores")),
+            _memory(dev.get("memory")),
+            _text(_joined(ids)),
+        )
     kinds = _table("events per kind", {"kind": "left", "count": "right"})
     for kind, count in data.get("events_per_kind", {}).items():
         kinds.add_row(_text(kind), _count(count))
@@ -96,25 +102,32 @@ def render_summary(data: dict[str, Any], name_width: int = 60) -> Group:
     )
     for dev in data["devices"]:
         devices.add_row(
-            _text(dev["device"]), fmt_ns(dev["busy_ns"]), fmt_ns(dev["span_ns"]),
+            _text(dev["device"]),
+            fmt_ns(dev["busy_ns"]),
+            fmt_ns(dev["span_ns"]),
             fmt_pct(dev["utilization"]),
-        )  # fmt: skip
+        )
 
     kinds = _table("by kind", {"kind": "left", "count": "right", "total": "right", "busy": "right"})
     for row in data["kinds"]:
         kinds.add_row(
-            _text(row["kind"]), _count(row["count"]), fmt_ns(row["total_ns"]),
+            _text(row["kind"]),
+            _count(row["count"]),
+            fmt_ns(row["total_ns"]),
             fmt_ns(row["busy_ns"]),
-        )  # fmt: skip
+        )
 
     streams = _table(
         "by stream", dict.fromkeys(("device", "pid", "stream", "events", "busy"), "right")
     )
     for row in data["streams"]:
         streams.add_row(
-            _text(row["device"]), _text(row.get("pid")), _text(row["stream"]),
-            _count(row["count"]), fmt_ns(row["busy_ns"]),
-        )  # fmt: skip
+            _text(row["device"]),
+            _text(row.get("pid")),
+            _text(row["stream"]),
+            _count(row["count"]),
+            fmt_ns(row["busy_ns"]),
+        )
 
     top = Table(title="top kernels", title_justify="left", box=None, header_style="bold")
     for col in ("kernel", "count", "total", "mean", "share"):
@@ -122,9 +135,12 @@ def render_summary(data: dict[str, Any], name_width: int = 60) -> Group:
     labels = distinct_short_names([row["name"] for row in data["top_kernels"]], name_width)
     for row, label in zip(data["top_kernels"], labels):
         top.add_row(
-            Text(label), _count(row["count"]), fmt_ns(row["total_ns"]),
-            fmt_ns(row["mean_ns"]), fmt_pct(row["share"]),
-        )  # fmt: skip
+            Text(label),
+            _count(row["count"]),
+            fmt_ns(row["total_ns"]),
+            fmt_ns(row["mean_ns"]),
+            fmt_pct(row["share"]),
+        )
     parts: list[Any] = [devices, Text(), kinds, Text(), streams, Text(), top]
     return Group(*parts, *_warnings(data.get("warnings", [])))
 

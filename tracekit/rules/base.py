@@ -1,51 +1,12 @@
-"""What every rule shares: the :class:`Finding` it returns, the :class:`Context` it reads,
-and the :class:`Rule` base class with typed, documented options."""
+"""The :class:`Rule` base class with typed, documented options; the :class:`Context` a rule
+reads and the :class:`Finding` it returns are in :mod:`tracekit.model`."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
-import polars as pl
-
 from tracekit.errors import TraceError
-from tracekit.steps import Steps
-
-SEVERITIES = ("info", "warning", "error")
-
-
-@dataclass
-class Finding:
-    """One thing a rule found: where (rank, device, step), how bad, and the evidence."""
-
-    rule: str
-    severity: str
-    title: str
-    detail: str
-    step: int | None = None
-    rank: int | None = None
-    device: int | None = None
-    metrics: dict[str, float | int | None] = field(default_factory=dict)
-    evidence: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
-
-
-@dataclass
-class Context:
-    """What a rule reads: every row with taxonomy columns, the device work rows with their
-    ``step``, those rows cut to their step's window, the step windows and metrics, and how
-    steps were found."""
-
-    rows: pl.DataFrame
-    work: pl.DataFrame
-    in_windows: pl.DataFrame
-    windows: pl.DataFrame
-    step_metrics: pl.DataFrame
-    steps: Steps
-    meta: dict[str, Any]
+from tracekit.model import Context, Finding
 
 
 class Rule:
@@ -79,11 +40,27 @@ class Rule:
         """A :class:`Finding` of this rule."""
         return Finding(self.id, severity, title, detail, **fields)
 
-    def at_step(self, row: dict[str, Any], severity: str, title: str, detail: str,
-                metrics: dict[str, Any], evidence: dict[str, Any]) -> Finding:  # fmt: skip
+    def at_step(
+        self,
+        row: dict[str, Any],
+        severity: str,
+        title: str,
+        detail: str,
+        metrics: dict[str, Any],
+        evidence: dict[str, Any],
+    ) -> Finding:
         """A finding about the (rank, device, step) of ``row``."""
-        return Finding(self.id, severity, title, detail, step=row["step"], rank=row["rank"],
-                       device=row["device"], metrics=metrics, evidence=evidence)  # fmt: skip
+        return Finding(
+            self.id,
+            severity,
+            title,
+            detail,
+            step=row["step"],
+            rank=row["rank"],
+            device=row["device"],
+            metrics=metrics,
+            evidence=evidence,
+        )
 
 
 def _coerce(rule: str, key: str, value: Any, default: Any) -> Any:

@@ -6,84 +6,10 @@ from typing import ClassVar
 
 import polars as pl
 
-from tracekit.intervals import gaps
 from tracekit.metrics import KEY, MIN_BUBBLE_NS
-from tracekit.rules.base import Context, Finding, Rule
-
-SYNC_API = r"(?i)synchroni[sz]e|EventSynchronize|StreamWait|aclrtSynchronize"
-
-
-def attributed_bubbles(ctx: Context, min_bubble_ns: int) -> pl.DataFrame:
-    """Idle gaps (``*KEY, start, end, ns``) with ``cause``: host-bound launch, host-bound
-    sync, communication, or unknown; and the rows ``before`` / ``after`` the gap."""
-    rows = ctx.in_windows
-    idle = gaps(rows, KEY).with_columns(ns=pl.col("end") - pl.col("start"))
-    idle = idle.filter(pl.col("ns") >= min_bubble_ns).sort("start")
-    if idle.height == 0:
-        return idle.with_columns(
-            cause=pl.lit(None, pl.String),
-            before=pl.lit(None, pl.String),
-            after=pl.lit(None, pl.String),
-        )
-    dev = ["rank", "device"]
-    work = rows.with_columns(
-        _end=pl.col("ts") + pl.col("dur"), _name=pl.col("name").cast(pl.String)
-    ).select(*dev, "ts", "_end", "_name", "is_comm", "corr")
-    before = idle.join_asof(
-        work.sort("_end").select(*dev, "_end", _bname="_name", _bcomm="is_comm"),
-        left_on="start",
-        right_on="_end",
-        by=dev,
-        strategy="backward",
-        check_sortedness=False,
-    )
-    after = before.sort("end").join_asof(
-        work.sort("ts").select(*dev, "ts", "corr", _aname="_name", _acomm="is_comm"),
-        left_on="end",
-        right_on="ts",
-        by=dev,
-        strategy="forward",
-        check_sortedness=False,
-    )
-    api = ctx.rows.filter(pl.col("kind").cast(pl.String) == "api").with_columns(
-        pl.col("rank").fill_null(0).cast(pl.Int32), _api_end=pl.col("ts") + pl.col("dur")
-    )
-    launches = api.filter(pl.col("corr").is_not_null()).select("rank", "corr", "_api_end")
-    launches = launches.unique(subset=["rank", "corr"], keep="first")
-    found = after.join(launches, on=["rank", "corr"], how="left")
-    # Some sync call overlaps the gap iff, among the calls starting before the gap ends, the
-    # latest end (a running maximum) is after the gap starts: one as-of join, no cross join.
-    syncs = (
-        api.filter(pl.col("name").cast(pl.String).str.contains(SYNC_API))
-        .sort("ts")
-        .select("rank", _s="ts", _reach=pl.col("_api_end").cum_max().over("rank"))
-    )
-    found = (
-        found.sort("end")
-        .join_asof(
-            syncs,
-            left_on="end",
-            right_on="_s",
-            by="rank",
-            strategy="backward",
-            check_sortedness=False,
-        )
-        .with_columns(_sync=(pl.col("_s") < pl.col("end")) & (pl.col("_reach") > pl.col("start")))
-    )
-    cause = (
-        pl.when(pl.col("_api_end") > pl.col("start"))
-        .then(pl.lit("host-bound: launch"))
-        .when(pl.col("_sync").fill_null(False))
-        .then(pl.lit("host-bound: sync"))
-        .when(pl.col("_bcomm").fill_null(False) | pl.col("_acomm").fill_null(False))
-        .then(pl.lit("communication"))
-        .otherwise(pl.lit("unknown"))
-    )
-    return (
-        found.with_columns(cause=cause, before=pl.col("_bname"), after=pl.col("_aname"))
-        .select(*KEY, "start", "end", "ns", "cause", "before", "after")
-        .sort(*KEY, "start")
-    )
+from tracekit.metrics.bubbles import attributed_bubbles
+from tracekit.model import Context, Finding
+from tracekit.rules.base import Rule
 
 
 class Bubbles(Rule):
@@ -118,7 +44,7 @@ class Bubbles(Rule):
 
     def run(self, ctx: Context) -> list[Finding]:
         """One finding per (rank, device, step) with large bubbles."""
-        found = attributed_bubbles(ctx, self.opts["min_bubble_ns"])
+        found = attributed_bubbles(ctx.in_windows, ctx.rows, self.opts["min_bubble_ns"])
         if found.height == 0:
             return []
         ordered = found.sort("ns", descending=True)

@@ -6,7 +6,8 @@ from typing import ClassVar
 
 import polars as pl
 
-from tracekit.rules.base import Context, Finding, Rule
+from tracekit.model import Context, Finding
+from tracekit.rules.base import Rule
 
 
 class Fallback(Rule):

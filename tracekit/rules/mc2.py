@@ -7,7 +7,8 @@ from typing import ClassVar
 import polars as pl
 
 from tracekit.metrics import KEY
-from tracekit.rules.base import Context, Finding, Rule
+from tracekit.model import Context, Finding
+from tracekit.rules.base import Rule
 from tracekit.timeline import is_part
 
 _KERNEL_LIKE = ("kernel", "comm")

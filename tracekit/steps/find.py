@@ -164,9 +164,13 @@ def find_steps(
         )
         .group_by("rank")
         .agg(pl.col("start").min(), pl.col("end").max())
-        .with_columns(step=pl.lit(0, pl.Int64), label=pl.lit("whole trace"),
-                      phase=pl.lit(None, pl.String), tokens=pl.lit(None, pl.Int64))
-    )  # fmt: skip
+        .with_columns(
+            step=pl.lit(0, pl.Int64),
+            label=pl.lit("whole trace"),
+            phase=pl.lit(None, pl.String),
+            tokens=pl.lit(None, pl.Int64),
+        )
+    )
     return Steps(
         "whole",
         "none",

@@ -42,10 +42,13 @@ def by_gaps(df: pl.DataFrame, min_gap_ns: int = MIN_GAP_NS) -> pl.DataFrame:
     gap = pl.col("start") - pl.col("end").shift(1).over("rank")
     busy = busy.with_columns(gap=gap)
     cuts = pl.DataFrame(
-        [(rank, cut_size(group["gap"].drop_nulls().to_numpy(), min_gap_ns))
-         for (rank,), group in busy.group_by("rank")],
-        schema={"rank": pl.Int32, "cut": pl.Int64}, orient="row",
-    )  # fmt: skip
+        [
+            (rank, cut_size(group["gap"].drop_nulls().to_numpy(), min_gap_ns))
+            for (rank,), group in busy.group_by("rank")
+        ],
+        schema={"rank": pl.Int32, "cut": pl.Int64},
+        orient="row",
+    )
     bursts = busy.join(cuts, on="rank").with_columns(
         new=pl.col("gap").is_null() | (pl.col("gap") >= pl.col("cut"))
     )

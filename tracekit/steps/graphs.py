@@ -64,8 +64,9 @@ def _regular(sizes: np.ndarray) -> float:
     return float(counts.max() / sizes.size) if sizes.size else 0.0
 
 
-def _group_one_rank(launch: np.ndarray, wait_start: np.ndarray,
-                    wait_end: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:  # fmt: skip
+def _group_one_rank(
+    launch: np.ndarray, wait_start: np.ndarray, wait_end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, str]:
     """``(first launch index of each group, group start time, how)`` for one rank."""
     n = launch.size
     every = np.arange(n)

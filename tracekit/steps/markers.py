@@ -99,8 +99,12 @@ def borrow_phases(df: pl.DataFrame, ranges: pl.DataFrame, host: bool) -> pl.Data
         inner = inner.select("rank", "phase", "tokens", at=pl.col("start")).sort("at")
         within = inner.join_asof(
             ranges.select("rank", "step", "start", "end").sort("start"),
-            left_on="at", right_on="start", by="rank", strategy="backward", check_sortedness=False,
-        ).filter(pl.col("at") < pl.col("end"))  # fmt: skip
+            left_on="at",
+            right_on="start",
+            by="rank",
+            strategy="backward",
+            check_sortedness=False,
+        ).filter(pl.col("at") < pl.col("end"))
         if not within.height:
             continue
         phases = within.group_by("rank", "step").agg(
@@ -110,8 +114,12 @@ def borrow_phases(df: pl.DataFrame, ranges: pl.DataFrame, host: bool) -> pl.Data
             _tokens=pl.when(pl.len() == 1).then(pl.col("tokens").first()),
         )
         one = pl.col("_phases").list.len() == 1
-        phase = pl.when(one).then(pl.col("_phases").list.first()).when(
-            pl.col("_phases").list.len() > 1).then(pl.lit("mixed"))  # fmt: skip
+        phase = (
+            pl.when(one)
+            .then(pl.col("_phases").list.first())
+            .when(pl.col("_phases").list.len() > 1)
+            .then(pl.lit("mixed"))
+        )
         donated = ranges.drop("phase", "tokens").join(phases, on=["rank", "step"], how="left")
         return donated.with_columns(phase=phase, tokens=pl.col("_tokens")).select(ranges.columns)
     return ranges

@@ -88,8 +88,11 @@ def outermost(ranges: pl.DataFrame) -> pl.DataFrame:
 def numbered(ranges: pl.DataFrame) -> pl.DataFrame:
     """Ranges sorted per rank and numbered from 0, in :data:`RANGE_SCHEMA`; a missing
     ``phase`` or ``tokens`` column is null."""
-    missing = [pl.lit(None, RANGE_SCHEMA[c]).alias(c) for c in ("phase", "tokens")
-               if c not in ranges.columns]  # fmt: skip
+    missing = [
+        pl.lit(None, RANGE_SCHEMA[c]).alias(c)
+        for c in ("phase", "tokens")
+        if c not in ranges.columns
+    ]
     return (
         ranges.with_columns(missing)
         .sort("rank", "start")

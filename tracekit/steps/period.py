@@ -16,17 +16,8 @@ decode, the once-per-step ones (embedding, LM head, sampling) included.
    once-per-step names; two steps' segments hold them too, but are not the smallest; a
    prefill's own kernels, all within one step, do not count; random names fill long
    segments, but not in order.
-3. Names whose occurrences are one period apart run once per step; they anchor the step
-   start, which lies a fixed number of rows away from one of them: where the device was idle
-   longest before a row (the host's scheduling and sampling between steps); when there is no
-   idle time (tokens launched back to back), right after the sampling kernels, else right
-   after the longest once-per-step kernel (the LM head). A copy of the sampled tokens back to
-   the host stays with the step that sampled them, and a step opens on the busiest stream.
-4. Every occurrence of the anchor, shifted by that offset, starts a step; so does every
-   earlier place where the run of kernels that opens each step opens one (a prefill step).
-   Kernels before the first step (load, warm-up) are one window of their own, and so is a
-   last step cut short by the end of the trace; a segment shorter than half a period is not a
-   step and joins the one before it.
+3. Where in each period a step starts, and the steps before the first period:
+   :mod:`tracekit.steps.period_starts`.
 
 Everything per kernel is numpy or polars; Python loops run over candidates and anchors.
 """
@@ -39,6 +30,7 @@ import numpy as np
 import polars as pl
 
 from tracekit.steps.model import OPEN_END, RANGE_SCHEMA, closed, kind_is, numbered
+from tracekit.steps.period_starts import step_starts
 from tracekit.steps.placement import work_rows
 
 MIN_PERIODS = 2  # a period must repeat at least this often ...
@@ -49,16 +41,11 @@ COVER = 0.9  # share of recurring names that a step period's segments hold ...
 MOST = 0.75  # ... each in at least this share of the segments ...
 PLACE = 0.1  # ... at much the same place: within this share of the segment's length
 MAX_CANDIDATES = 48
-IDLE_FACTOR = 3.0  # a boundary's idle gap must be this many times the usual one ...
-MIN_IDLE_NS = 5_000  # ... and at least this long
-MAX_SIGNATURE = 8  # the run of kernels that opens every step is at most this long
 # backward and optimizer kernels: a training step, not a decode step
 TRAINING = (
     r"(?i)backward|_bwd|bwd_|Grad(Input|Weight|GammaBeta)|grad_(input|weight)"
     r"|multi_tensor_apply|adam|sgd"
 )
-DEVICE_TO_HOST = r"DtoH|Device -> (Pinned|Pageable|Host)|DeviceToHost|DEVICE_TO_HOST|D2H"
-MAX_REACH = 64  # a step starts at most this many rows from a once-per-step kernel
 PRE_LABEL = "before the first period"
 POST_LABEL = "after the last period"  # a last period cut short by the end of the trace
 NOT_STEPS = (PRE_LABEL, POST_LABEL)  # windows of the period method that are not decode steps
@@ -194,153 +181,6 @@ def _lane(rows: pl.DataFrame) -> pl.DataFrame:
     return lane.with_columns(code=pl.col("name").cast(pl.String).fill_null("").rank("dense"))
 
 
-def _positions(codes: np.ndarray, code: int) -> np.ndarray:
-    return np.flatnonzero(codes == code)
-
-
-def _around(positions: np.ndarray, reach: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row positions at every offset in ``[-reach, reach]`` of each position (rows x offsets)
-    and which of them lie inside the sequence."""
-    offsets = np.arange(-reach, reach + 1)
-    at = positions[:, None] + offsets[None, :]
-    return np.clip(at, 0, n - 1), (at >= 0) & (at < n)
-
-
-def _best_offset(score: np.ndarray, valid: np.ndarray) -> tuple[int, float]:
-    """The offset column with the highest median score over the valid rows."""
-    masked = np.where(valid, score, np.nan)
-    with np.errstate(all="ignore"):
-        medians = np.nanmedian(masked, axis=0) if masked.size else np.array([])
-    medians = np.nan_to_num(medians, nan=-np.inf)
-    column = int(np.argmax(medians))
-    return column, float(medians[column])
-
-
-def _boundary(lane: pl.DataFrame, once: pl.DataFrame, period: int) -> tuple[np.ndarray, str]:
-    """Row positions where steps start, and how the start was chosen.
-
-    Each once-per-step kernel is an anchor; the start is a fixed offset (within
-    :data:`MAX_REACH` rows) from the anchor: after the longest device idle time, else right
-    after the last sampling kernel, else right after the longest once-per-step kernel.
-    """
-    codes = lane["code"].to_numpy()
-    idle = lane["idle"].to_numpy().astype(np.float64)
-    n, reach = codes.size, min(period // 2, MAX_REACH)
-    usual = float(np.median(idle)) if n else 0.0
-    sampling = (lane["category"].cast(pl.String) == "sampling").fill_null(False).to_numpy()
-    after_sampling = np.zeros(n, dtype=np.float64)
-    after_sampling[1:] = sampling[:-1] & ~sampling[1:]
-    ranked = once.sort(["regular", "count", "code"], descending=[True, True, False])
-    anchors = ranked["code"].head(16).to_list()
-    best_idle = (-np.inf, None, 0)
-    best_sampling = (-np.inf, None, 0)
-    for code in anchors:
-        positions = _positions(codes, code)
-        at, valid = _around(positions, reach, n)
-        column, value = _best_offset(idle[at], valid)
-        if value > best_idle[0]:
-            best_idle = (value, positions, column - reach)
-        column, value = _best_offset(after_sampling[at], valid)
-        if value > best_sampling[0]:
-            best_sampling = (value, positions, column - reach)
-    value, positions, offset = best_idle
-    if positions is not None and value >= max(IDLE_FACTOR * usual, MIN_IDLE_NS):
-        return positions + offset, "the longest device idle gap"
-    value, positions, offset = best_sampling
-    if positions is not None and value >= 1.0:
-        return positions + offset, "the end of sampling"
-    per_code = (
-        lane.filter(pl.col("code").is_in(anchors))
-        .group_by("code")
-        .agg(dur=pl.col("dur").median())
-        .sort(["dur", "code"], descending=[True, False])
-    )
-    longest = int(per_code["code"][0])
-    return _positions(codes, longest) + 1, "the end of the longest once-per-step kernel"
-
-
-def _signature(codes: np.ndarray, starts: np.ndarray, count: int) -> np.ndarray | None:
-    """The shortest run of codes (at most :data:`MAX_SIGNATURE`) that opens the regular
-    steps and occurs exactly once per step from the first step on, or None."""
-    first, n = int(starts[0]), codes.size
-    for k in range(1, MAX_SIGNATURE + 1):
-        sig = codes[starts[starts + k <= n][:1] + np.arange(k)].ravel() if k else None
-        if sig is None or sig.size < k:
-            return None
-        opens = starts[starts + k <= n]
-        if not np.all(codes[opens[:, None] + np.arange(k)] == sig):
-            continue
-        hits = _occurrences(codes[first:], sig)
-        if hits.size == min(count, opens.size):
-            return sig
-    return None
-
-
-def _occurrences(codes: np.ndarray, sig: np.ndarray) -> np.ndarray:
-    """Positions where the run ``sig`` starts in ``codes``."""
-    k = sig.size
-    if codes.size < k:
-        return np.array([], dtype=np.int64)
-    hit = np.ones(codes.size - k + 1, dtype=bool)
-    for j in range(k):
-        hit &= codes[j : codes.size - k + 1 + j] == sig[j]
-    return np.flatnonzero(hit)
-
-
-def _earlier_starts(codes: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """``starts`` with the steps before the first one prepended: where the run of kernels
-    that opens every regular step opens a step earlier too (a prefill, or a step whose
-    anchor lies before the trace began); load and warm-up work never opens that way."""
-    sig = _signature(codes, starts, starts.size)
-    if sig is None:
-        return starts
-    before = _occurrences(codes[: int(starts[0])], sig)
-    return np.concatenate([before.astype(starts.dtype), starts])
-
-
-def _past_copies_out(lane: pl.DataFrame, starts: np.ndarray) -> np.ndarray:
-    """Starts moved past device-to-host copies: the copy of a step's sampled tokens belongs
-    to that step, not to the next one."""
-    out = lane["name"].cast(pl.String).str.contains(DEVICE_TO_HOST).fill_null(False).to_numpy()
-    starts = starts.copy()
-    for _ in range(4):
-        inside = starts < out.size
-        moving = np.zeros(starts.size, dtype=bool)
-        moving[inside] = out[starts[inside]]
-        if not moving.any():
-            break
-        starts[moving] += 1
-    return starts[starts < out.size]
-
-
-def _on_main_stream(lane: pl.DataFrame, starts: np.ndarray) -> np.ndarray:
-    """Starts on a communication kernel of another stream moved to the next row of the
-    busiest stream: the collective of the step before that begins a moment early on its own
-    stream does not open a step (an input copy on a copy stream does)."""
-    streams = lane["stream"].fill_null(-1).to_numpy()
-    values, counts = np.unique(streams, return_counts=True)
-    on_main = streams == values[np.argmax(counts)]
-    comm = (lane["category"].cast(pl.String) == "comm").fill_null(False).to_numpy()
-    movable = comm & ~on_main
-    main = np.flatnonzero(on_main)
-    at = np.searchsorted(main, starts)
-    moved = np.where(at < main.size, main[np.minimum(at, main.size - 1)], -1)
-    out = np.where(movable[starts], moved, starts)
-    return out[out >= 0]
-
-
-def _merged_starts(starts: np.ndarray, n: int, period: int) -> np.ndarray:
-    """Step starts, dropping those whose segment is shorter than half a period (it joins
-    the segment before it; a short first one joins the window before the first period). The
-    last segment stays: when the trace ends inside a step it is a window of its own."""
-    if not starts.size:
-        return starts
-    ends = np.append(starts[1:], n)
-    keep = (ends - starts) * 2 >= period
-    keep[-1] = True
-    return starts[keep]
-
-
 def find_period(rows: pl.DataFrame, rank: int) -> Period | None:
     """The period of one rank's work rows (``ts, dur, name, device, stream, corr,
     category``), or None when the kernels do not repeat."""
@@ -358,12 +198,7 @@ def find_period(rows: pl.DataFrame, rank: int) -> Period | None:
     )
     if not once.height:
         return None
-    starts, how = _boundary(lane, once, period)
-    starts = _past_copies_out(lane, np.unique(starts[(starts >= 0) & (starts < codes.size)]))
-    starts = _on_main_stream(lane, starts)
-    starts = _merged_starts(np.unique(starts), codes.size, period)
-    if starts.size:
-        starts = _merged_starts(_earlier_starts(codes, starts), codes.size, period)
+    starts, how = step_starts(lane, once, period)
     if starts.size < 2:
         return None
     counts = np.diff(np.append(starts, codes.size))
@@ -413,9 +248,13 @@ def by_period(df: pl.DataFrame) -> tuple[pl.DataFrame, bool, list[Period]]:
         if head > 0:  # the load / warm-up / prefill window before the first period
             pre_start = _first_ts(df, p.rank)
             pre = pl.DataFrame(
-                {"rank": [p.rank], "start": [pre_start], "label": [PRE_LABEL],
-                 "end": [ranges["start"][0]]}
-            )  # fmt: skip
+                {
+                    "rank": [p.rank],
+                    "start": [pre_start],
+                    "label": [PRE_LABEL],
+                    "end": [ranges["start"][0]],
+                }
+            )
             ranges = pl.concat([pre.cast(ranges.schema), ranges])
         out.append(ranges.with_columns(pl.col("rank").cast(pl.Int32)))
     return closed(numbered(pl.concat(out)), df), not host_times, periods

@@ -71,8 +71,9 @@ def kernel_phases(work: pl.DataFrame) -> pl.DataFrame:
     return per.select("rank", "step", phase=phase).drop_nulls("phase")
 
 
-def infer_phases(steps_ranges: pl.DataFrame, work: pl.DataFrame,
-                 override: bool) -> tuple[pl.DataFrame, int]:  # fmt: skip
+def infer_phases(
+    steps_ranges: pl.DataFrame, work: pl.DataFrame, override: bool
+) -> tuple[pl.DataFrame, int]:
     """``steps_ranges`` with phases from the kernels filled in where missing (and, with
     ``override``, replacing a premise such as the period method's), and how many changed."""
     found = kernel_phases(work)

@@ -36,8 +36,9 @@ def work_rows(df: pl.DataFrame) -> pl.DataFrame:
     return work.with_columns(dev.fill_null(only).fill_null(0)).filter(dev >= 0)
 
 
-def step_at(rows: pl.DataFrame, at: str, starts: pl.DataFrame, by: list[str],
-            ends: bool) -> pl.Series:  # fmt: skip
+def step_at(
+    rows: pl.DataFrame, at: str, starts: pl.DataFrame, by: list[str], ends: bool
+) -> pl.Series:
     """Step of each row by the time in column ``at``: the last range of its group ``by``
     that started at or before it (and, with ``ends``, has not ended yet); null otherwise.
     ``starts`` has ``*by, step, start`` (and ``end`` with ``ends``)."""
@@ -59,8 +60,9 @@ def step_at(rows: pl.DataFrame, at: str, starts: pl.DataFrame, by: list[str],
     return full.join(found, on="_i", how="left").sort("_i")["step"]
 
 
-def _export_steps(work: pl.DataFrame, ranges: pl.DataFrame, wanted: pl.Series | None = None
-                  ) -> pl.Series:  # fmt: skip
+def _export_steps(
+    work: pl.DataFrame, ranges: pl.DataFrame, wanted: pl.Series | None = None
+) -> pl.Series:
     """The step the export names for a row (``args.step``, torch_npu's Step Id), mapped to
     this analysis' step index through the number at the end of each step's label
     (``ProfilerStep#7``, ``Step 7``); null where either is missing, and for rows where

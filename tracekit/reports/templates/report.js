@@ -419,7 +419,7 @@
           return c === "comm_overlap_ratio" ? fmtPct(v) : c.endsWith("_ns") || c === "dur" || c === "ns_per_token" ? fmtNs(v) : String(v);
         }).concat(t.steps.outlier[i] ? ["outlier"] : [""]));
       }
-      box.append(table([...cols.map((c) => c === "ns_per_token" ? "per token" : c.replace(/_ns$/, "")), ""], rows));
+      box.append(table([...cols.map((c) => DATA.labels[c] || c), ""], rows));
       if (n < t.steps.step.length) box.append(el("p", { class: "note", text: "First " + n + " of " + t.steps.step.length + " rows; all are in --format json." }));
     });
   }

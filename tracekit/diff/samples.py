@@ -20,14 +20,15 @@ from tracekit.taxonomy import CATEGORIES
 
 STEP = "step_ns"
 CATEGORY_COLUMNS = tuple(f"cat_{c}_ns" for c in CATEGORIES)
-# step_metrics column -> (label, +1 when higher is better / -1 when lower is better)
+# step_metrics column -> +1 when higher is better, -1 when lower is better (their labels are
+# tracekit.metrics.columns.LABELS)
 RULE_METRICS = {
-    "exposed_comm_ns": ("exposed communication", -1),
-    "comm_overlap_ratio": ("compute-communication overlap", 1),
-    "fallback_ns": ("fallback kernel time", -1),
-    "fallback_share": ("fallback share of compute", -1),
-    "bubble_ns": ("idle bubbles", -1),
-    "bubble_count": ("idle bubble count", -1),
+    "exposed_comm_ns": -1,
+    "comm_overlap_ratio": 1,
+    "fallback_ns": -1,
+    "fallback_share": -1,
+    "bubble_ns": -1,
+    "bubble_count": -1,
 }
 STEP_COLUMNS = (STEP, *CATEGORY_COLUMNS, *RULE_METRICS)
 

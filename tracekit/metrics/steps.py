@@ -8,39 +8,13 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracekit.intervals import gaps, intersect, lengths, merge, subtract
+from tracekit.intervals import intersect, lengths, merge
+from tracekit.metrics import IS_COMPUTE, KEY, MIN_BUBBLE_NS
+from tracekit.metrics.bubbles import bubble_totals, comm_bubble_totals
+from tracekit.metrics.columns import METRIC_COLUMNS
+from tracekit.metrics.streams import exposed_ns
 from tracekit.taxonomy import CATEGORIES
 from tracekit.timeline import is_part
-
-KEY = ["rank", "device", "step"]
-# Compute: every kernel that is not communication (copy kernels and fallbacks included; on
-# Ascend this is the "Computing" of step_trace_time, on NVIDIA what HTA calls computation).
-IS_COMPUTE = (pl.col("kind").cast(pl.String) == "kernel") & ~pl.col("is_comm")
-MIN_BUBBLE_NS = 2_000
-METRIC_COLUMNS = (
-    "rank",
-    "device",
-    "step",
-    "phase",
-    "tokens",
-    "start",
-    "dur",
-    "ns_per_token",
-    "busy_ns",
-    "idle_ns",
-    "compute_ns",
-    "comm_ns",
-    "exposed_comm_ns",
-    "comm_overlap_ratio",
-    "fallback_ns",
-    "fallback_share",
-    "fused_comm_ns",
-    "bubble_ns",
-    "bubble_count",
-    "largest_bubble_ns",
-    "comm_bubble_ns",
-    *(f"cat_{c}_ns" for c in CATEGORIES),
-)
 
 
 def clipped(work: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
@@ -60,16 +34,6 @@ def _length(frame: pl.DataFrame, name: str) -> pl.DataFrame:
     return lengths(frame, KEY, name)
 
 
-def _bubbles(rows: pl.DataFrame, min_bubble_ns: int) -> pl.DataFrame:
-    idle = gaps(rows, KEY).with_columns(ns=pl.col("end") - pl.col("start"))
-    idle = idle.filter(pl.col("ns") >= min_bubble_ns)
-    return idle.group_by(KEY).agg(
-        bubble_ns=pl.col("ns").sum(),
-        bubble_count=pl.len().cast(pl.Int64),
-        largest_bubble_ns=pl.col("ns").max(),
-    )
-
-
 def step_metrics(
     work: pl.DataFrame,
     windows: pl.DataFrame,
@@ -84,13 +48,6 @@ def step_metrics(
     rows = clipped(work, windows) if in_windows is None else in_windows
     comm = rows.filter(pl.col("is_comm"))
     compute = rows.filter(IS_COMPUTE)
-    not_comm = rows.filter(~pl.col("is_comm"))
-    comm_alone = subtract(comm, not_comm, KEY).with_columns(ns=pl.col("end") - pl.col("start"))
-    comm_bubbles = (
-        comm_alone.filter(pl.col("ns") >= min_bubble_ns)
-        .group_by(KEY)
-        .agg(comm_bubble_ns=pl.col("ns").sum())
-    )
     own = work.filter(pl.col("step").is_not_null() & ~is_part())  # sums: tasks count once
     sums = own.group_by(KEY).agg(
         pl.col("dur").filter(pl.col("is_fallback")).sum().alias("fallback_ns"),
@@ -105,10 +62,10 @@ def step_metrics(
         _length(merge(rows, KEY), "busy_ns"),
         _length(merge(compute, KEY), "compute_ns"),
         _length(merge(comm, KEY), "comm_ns"),
-        _length(subtract(comm, compute, KEY), "exposed_comm_ns"),
+        exposed_ns(comm, compute, "exposed_comm_ns"),
         _length(intersect(comm, compute, KEY), "_overlap_ns"),
-        _bubbles(rows, min_bubble_ns),
-        comm_bubbles,
+        bubble_totals(rows, min_bubble_ns),
+        comm_bubble_totals(rows, min_bubble_ns),
         sums,
     ]
     out = windows.select(*KEY, "start", "dur")

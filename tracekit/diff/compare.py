@@ -1,178 +1,30 @@
-"""``tracekit diff``: is the candidate (head) slower than the baseline (base), and where?
-
-:func:`compare` takes the analysed runs of each side and returns a :class:`Diff`: the decode
-step time (median, p90, count), the time per category and per kernel, the rule metrics and
-the findings of both sides, each change with a bootstrap confidence interval, and a verdict.
-
-Statistics (see :mod:`tracekit.bootstrap`): the samples are decode steps; with several runs
-per side a hierarchical bootstrap resamples runs, then steps, so run-to-run variation widens
-the interval instead of passing for a change. Step time is compared on the median; category
-and kernel times on the mean per step, which adds up (kernel deltas sum to their category's
-delta). A change *gates* (exit code 1) when
-
-* it is beyond the threshold: step median or a category's time per step changed by at least
-  ``threshold`` (5 % by default) — the practical bar;
-* it is significant: the ``confidence`` (95 %) interval of the change excludes zero — the
-  noise bar;
-* for a category, it matters: its delta is at least ``min_impact`` (1 %) of the base step
-  median, so a small category cannot fail a build by itself.
-
-A change beyond the threshold whose interval includes zero is reported as not significant
-(more steps or runs would tell). Kernels, rule metrics and findings explain; they do not gate.
-"""
+"""The comparison itself: bootstrap both sides' samples, estimate every change, judge the
+gates and explain the verdict (see :mod:`tracekit.diff`)."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from tracekit import bootstrap
 from tracekit.analysis import Analysis
-from tracekit.diff_samples import (
+from tracekit.diff.result import REPLICATES, SEED, Change, Diff, Estimate, FindingChange
+from tracekit.diff.samples import (
     CATEGORY_COLUMNS,
     RULE_METRICS,
     STEP_COLUMNS,
+    KernelInfo,
     RunSamples,
     Samples,
     samples,
 )
 from tracekit.errors import TraceError
-from tracekit.reports.format import distinct_short_names
+from tracekit.metrics.columns import LABELS
+from tracekit.names import distinct_short_names
 from tracekit.taxonomy import CATEGORIES
-
-REPLICATES = 2_000
-SEED = 0
-
-
-@dataclass
-class Estimate:
-    """Base and head values, the change (``delta``, ``rel`` = delta / base) and its interval."""
-
-    base: float | None
-    head: float | None
-    delta: float | None
-    rel: float | None
-    lo: float | None  # confidence interval of delta
-    hi: float | None
-    rel_lo: float | None  # the same, relative to base
-    rel_hi: float | None
-
-    @property
-    def significant(self) -> bool:
-        """The interval excludes zero."""
-        return self.lo is not None and self.hi is not None and (self.lo > 0 or self.hi < 0)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {**asdict(self), "significant": self.significant}
-
-
-@dataclass
-class Change:
-    """One compared quantity: what it is, its estimate and status.
-
-    ``status``: ``regression`` / ``improvement`` (gated), ``not significant`` (beyond the
-    threshold, inside the noise), ``within threshold``, ``unchanged``; for rule metrics
-    ``worse`` / ``better`` / ``unchanged``.
-    """
-
-    kind: str  # step, category, kernel, metric
-    name: str
-    estimate: Estimate
-    status: str
-    label: str = ""
-    detail: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {**asdict(self), "estimate": self.estimate.to_dict()}
-
-
-@dataclass
-class FindingChange:
-    """A kind of finding (rule + title with its numbers masked) and how often per run."""
-
-    rule: str
-    title: str
-    severity: str
-    base: float
-    head: float
-    status: str  # appeared, disappeared, more, fewer, same
-    example: str  # the detail of one occurrence
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
-
-
-@dataclass
-class Diff:
-    """The comparison of two sides (see the module docstring); ``to_dict`` is the JSON."""
-
-    threshold: float
-    min_impact: float
-    confidence: float
-    gate_confidence: float
-    replicates: int
-    base: list[dict[str, Any]]
-    head: list[dict[str, Any]]
-    step: Change
-    step_p90: tuple[float, float]
-    step_count: tuple[int, int]
-    categories: list[Change]  # largest absolute delta first
-    kernels: list[Change]  # largest absolute delta first
-    metrics: list[Change]
-    findings: list[FindingChange]
-    warnings: list[str] = field(default_factory=list)
-    phase: str = "all"  # the steps compared: decode, unknown (no phase known) or all
-
-    @property
-    def gates(self) -> list[Change]:
-        """The changes that decide the verdict: step median and every category."""
-        return [self.step, *self.categories]
-
-    @property
-    def verdict(self) -> str:
-        """``regression``, ``improvement`` or ``no significant change``."""
-        statuses = {g.status for g in self.gates}
-        for verdict in ("regression", "improvement"):
-            if verdict in statuses:
-                return verdict
-        return "no significant change"
-
-    @property
-    def exit_code(self) -> int:
-        """1 on a regression, else 0."""
-        return 1 if self.verdict == "regression" else 0
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: verdict and exit code first, then every comparison."""
-        return {
-            "verdict": self.verdict,
-            "exit_code": self.exit_code,
-            "threshold": self.threshold,
-            "min_impact": self.min_impact,
-            "confidence": self.confidence,
-            "gate_confidence": self.gate_confidence,
-            "bootstrap": {"replicates": self.replicates, "seed": SEED, "method": "hierarchical"},
-            "phase": self.phase,
-            "base": {"runs": self.base, "steps": self.step_count[0]},
-            "head": {"runs": self.head, "steps": self.step_count[1]},
-            "step": {
-                **self.step.to_dict(),
-                "p90": {"base": self.step_p90[0], "head": self.step_p90[1]},
-                "count": {"base": self.step_count[0], "head": self.step_count[1]},
-            },
-            "categories": [c.to_dict() for c in self.categories],
-            "kernels": [c.to_dict() for c in self.kernels],
-            "metrics": [c.to_dict() for c in self.metrics],
-            "findings": [f.to_dict() for f in self.findings],
-            "warnings": self.warnings,
-        }
 
 
 def _boot(values: np.ndarray, lengths: list[int], seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -208,10 +60,17 @@ def _estimates(
         b, h = _num(base[i]), _num(head[i])
         delta = None if b is None or h is None else h - b
         out.append(
-            Estimate(b, h, delta, _num(rel[i]), _num(lo[i]), _num(hi[i]),
-                     _num(rel_lo[i]) if positive[i] else None,
-                     _num(rel_hi[i]) if positive[i] else None)
-        )  # fmt: skip
+            Estimate(
+                b,
+                h,
+                delta,
+                _num(rel[i]),
+                _num(lo[i]),
+                _num(hi[i]),
+                _num(rel_lo[i]) if positive[i] else None,
+                _num(rel_hi[i]) if positive[i] else None,
+            )
+        )
     return out
 
 
@@ -253,13 +112,20 @@ def _findings(base: list[Analysis], head: list[Analysis]) -> list[FindingChange]
     out = []
     for key in sorted(set(per_side[0]) | set(per_side[1])):
         b, h = per_side[0][key] / len(base), per_side[1][key] / len(head)
-        status = (
-            "appeared" if not b else "disappeared" if not h
-            else "more" if h > b else "fewer" if h < b else "same"
-        )  # fmt: skip
         severity, example = examples[key]
-        out.append(FindingChange(key[0], key[1], severity, b, h, status, example))
+        out.append(FindingChange(key[0], key[1], severity, b, h, _how_often(b, h), example))
     return out
+
+
+def _how_often(base: float, head: float) -> str:
+    """How a kind of finding changed: appeared, disappeared, more, fewer or same."""
+    if not base:
+        return "appeared"
+    if not head:
+        return "disappeared"
+    if head != base:
+        return "more" if head > base else "fewer"
+    return "same"
 
 
 def _by_size(change: Change) -> tuple[float, str]:
@@ -268,10 +134,15 @@ def _by_size(change: Change) -> tuple[float, str]:
 
 def _side(runs: list[RunSamples]) -> list[dict[str, Any]]:
     return [
-        {"source": r.source, "format": r.format, "steps_by": r.method, "devices": r.devices,
-         "steps": r.steps.height}
+        {
+            "source": r.source,
+            "format": r.format,
+            "steps_by": r.method,
+            "devices": r.devices,
+            "steps": r.steps.height,
+        }
         for r in runs
-    ]  # fmt: skip
+    ]
 
 
 def _warnings(base: list[RunSamples], head: list[RunSamples], phase: str) -> list[str]:
@@ -306,12 +177,22 @@ def _warnings(base: list[RunSamples], head: list[RunSamples], phase: str) -> lis
 def _metric_changes(est: list[Estimate]) -> list[Change]:
     """The rule metrics (mean per step) that either side has."""
     out = []
-    for column, (label, better) in RULE_METRICS.items():
+    for column, better in RULE_METRICS.items():
         e = est[STEP_COLUMNS.index(column)]
         if e.base is not None or e.head is not None:
             detail = {"higher_is_better": better > 0}
+            label = LABELS[column].text
             out.append(Change("metric", column, e, _metric_status(e, better), label, detail))
     return out
+
+
+def _presence(info: KernelInfo) -> str:
+    """Whether a kernel runs on both sides, was renamed, appeared or disappeared."""
+    if info.head_key:
+        return "renamed"
+    if info.in_base and info.in_head:
+        return "both"
+    return "appeared" if info.in_head else "disappeared"
 
 
 def _kernel_changes(
@@ -324,14 +205,14 @@ def _kernel_changes(
     labels = distinct_short_names([k.key for k in data.kernels])
     for i, (info, label) in enumerate(zip(data.kernels, labels)):
         e, n = est[first + i], est[first + n_k + i]
-        presence = (
-            "renamed" if info.head_key else "both" if info.in_base and info.in_head
-            else "appeared" if info.in_head else "disappeared"
-        )  # fmt: skip
         detail = {
-            "category": info.category, "fallback": info.fallback, "presence": presence,
-            "head_name": info.head_key, "count_base": n.base, "count_head": n.head,
-        }  # fmt: skip
+            "category": info.category,
+            "fallback": info.fallback,
+            "presence": _presence(info),
+            "head_name": info.head_key,
+            "count_base": n.base,
+            "count_head": n.head,
+        }
         status = judge(e, threshold, abs(e.delta or 0) >= floor)
         out.append(Change("kernel", info.key, e, status, label, detail))
     return sorted(out, key=_by_size)
@@ -359,8 +240,9 @@ def compare(
                     " (pass --allow-low-confidence to compare anyway)"
                 )
     data = samples(base, head)
-    doubtful = [run.timeline.meta.get("source") or "?" for run in [*base, *head]
-                if run.low_confidence]  # fmt: skip
+    doubtful = [
+        run.timeline.meta.get("source") or "?" for run in [*base, *head] if run.low_confidence
+    ]
     for side, runs in (("base", data.base_runs), ("head", data.head_runs)):
         for run in runs:
             if run.steps.height == 0:
@@ -375,28 +257,51 @@ def compare(
     gate_est = _estimates(mean_b, mean_h, boot_b, boot_h, gate_conf)
     step_b, step_h = data.base[:, 0], data.head[:, 0]
     median = _estimates(
-        np.array([np.median(step_b)]), np.array([np.median(step_h)]),
-        med_b[:, None], med_h[:, None], gate_conf,
-    )[0]  # fmt: skip
+        np.array([np.median(step_b)]),
+        np.array([np.median(step_h)]),
+        med_b[:, None],
+        med_h[:, None],
+        gate_conf,
+    )[0]
     label = "decode step" if data.phase == "decode" else "step"
     step = Change("step", label, median, judge(median, threshold), f"{label} time (median)")
     floor = min_impact * float(np.median(step_b))
     categories = sorted(
         (
-            Change("category", name, gate_est[i],
-                   judge(gate_est[i], threshold, abs(gate_est[i].delta or 0) >= floor), name)
-            for name, i in zip(CATEGORIES, cats) if i in present
+            Change(
+                "category",
+                name,
+                gate_est[i],
+                judge(gate_est[i], threshold, abs(gate_est[i].delta or 0) >= floor),
+                name,
+            )
+            for name, i in zip(CATEGORIES, cats)
+            if i in present
         ),
         key=_by_size,
-    )  # fmt: skip
+    )
     est = _estimates(mean_b, mean_h, boot_b, boot_h, confidence)
-    return Diff(
-        threshold, min_impact, confidence, gate_conf, REPLICATES, _side(data.base_runs),
-        _side(data.head_runs), step,
-        (float(np.percentile(step_b, 90)), float(np.percentile(step_h, 90))),
-        (len(step_b), len(step_h)), categories, _kernel_changes(data, est, threshold, floor),
-        _metric_changes(est), _findings(base, head),
-        _warnings(data.base_runs, data.head_runs, data.phase) + [
+    warnings = _warnings(data.base_runs, data.head_runs, data.phase)
+    if doubtful:
+        warnings.append(
             f"steps found with low confidence in {', '.join(map(str, doubtful))}: compared"
-            " anyway (--allow-low-confidence)"] * bool(doubtful), data.phase,
-    )  # fmt: skip
+            " anyway (--allow-low-confidence)"
+        )
+    return Diff(
+        threshold,
+        min_impact,
+        confidence,
+        gate_conf,
+        REPLICATES,
+        _side(data.base_runs),
+        _side(data.head_runs),
+        step,
+        (float(np.percentile(step_b, 90)), float(np.percentile(step_h, 90))),
+        (len(step_b), len(step_h)),
+        categories,
+        _kernel_changes(data, est, threshold, floor),
+        _metric_changes(est),
+        _findings(base, head),
+        warnings,
+        data.phase,
+    )

@@ -1,0 +1,65 @@
+"""Rule ``bubbles``: a 150 µs host stall before a layer triggers it, each bubble with its
+cause; the clean scenario, launched back to back, does not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import tracekit
+from fixtures.step_truth import step_truth
+from tests.rules.scenarios import WRITERS, Analysed, ascend_analysed, truth
+from tests.test_steps import _api, _df, _kernel, _range
+from tracekit.metrics.bubbles import attributed_bubbles
+from tracekit.timeline import Timeline, build_table
+
+RULE = "bubbles"
+
+
+@pytest.mark.parametrize("fmt", list(WRITERS))
+def test_bubbles_rule_finds_the_host_stall(scenario: Analysed, fmt: str) -> None:
+    sc, analysis = scenario(fmt, "bubble")
+    [(drained, resume)] = sc.truth["bubbles"]
+    [finding] = analysis.findings
+    assert (finding.rule, finding.step) == (RULE, 2)
+    assert finding.metrics["largest_bubble_ns"] == resume - drained == 150_000
+    assert finding.metrics["bubble_ns"] == step_truth(sc)[2]["bubble_ns"]
+    assert finding.evidence["causes"][0] == "host-bound: launch"
+
+
+def test_bubble_on_torch_npu_output(tmp_path: Path) -> None:
+    [(drained, resume)] = truth(idle_bubble_ns=150_000)["bubbles"]
+    [f] = ascend_analysed("torch_npu", tmp_path, idle_bubble_ns=150_000).findings
+    assert (f.rule, f.step, f.metrics["largest_bubble_ns"]) == (RULE, 2, resume - drained)
+
+
+def test_bubble_causes() -> None:
+    nccl = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+    rows = [
+        _range(0, 400_000, "ProfilerStep#1"),
+        _api(1_000, 1), _api(2_000, 2), _api(3_000, 3), _api(4_000, 4),
+        (5_000, 53_000, "api", "cudaStreamSynchronize", -1, None, 0, 99),
+        _api(150_000, 5),  # launched after the device went idle: host-bound
+        _kernel(10_000, 10_000, 1), _kernel(60_000, 10_000, 2),  # gap 20-60 us: in a sync
+        (100_000, 10_000, "kernel", nccl, 0, 7, 0, 3), _kernel(130_000, 5_000, 4),  # after nccl
+        _kernel(200_000, 5_000, 5),
+        _api(4_500, 6), _kernel(240_000, 5_000, 6),  # launched long before, no sync: unknown
+    ]  # fmt: skip
+    df = _df(rows)
+    tl = Timeline(build_table({c: df[c] for c in df.columns}), {"format": "test"})
+    a = tracekit.analyze(tl)
+    found = attributed_bubbles(a.in_windows, a.rows, 2_000).select("start", "end", "cause").rows()
+    assert found == [
+        (20_000, 60_000, "host-bound: sync"),
+        (70_000, 100_000, "communication"),  # the next row is a collective
+        (110_000, 130_000, "communication"),  # the previous row is a collective
+        (135_000, 200_000, "host-bound: launch"),
+        (205_000, 240_000, "unknown"),
+    ]
+
+
+@pytest.mark.parametrize("fmt", list(WRITERS))
+def test_clean_scenario_has_no_bubble(scenario: Analysed, fmt: str) -> None:
+    _, analysis = scenario(fmt, "clean")
+    assert [f for f in analysis.findings if f.rule == RULE] == []

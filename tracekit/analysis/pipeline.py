@@ -1,0 +1,82 @@
+"""The stages of ``analyze()``: classify the rows, find the steps and place the device rows
+in them, measure every step, run the rules and the checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from tracekit.analysis.result import Analysis
+from tracekit.checks import run_checks
+from tracekit.metrics import MIN_BUBBLE_NS
+from tracekit.metrics.steps import clipped, step_metrics
+from tracekit.model import Context, severity_rank
+from tracekit.rules.registry import select
+from tracekit.steps import Steps, assign, find_steps, infer_phases, review, windows
+from tracekit.steps.placement import host_lead
+from tracekit.taxonomy import classified, load_patterns, vendor_of
+from tracekit.timeline import Timeline
+
+
+def _kernel_phases(steps: Steps, work: pl.DataFrame) -> None:
+    """Fill the steps' missing phases from their attention kernels (they replace the period
+    method's premise that every period is a decode step)."""
+    premise = steps.phase_method == "period"
+    ranges, changed = infer_phases(steps.ranges, work, override=premise)
+    if changed:
+        steps.ranges = ranges
+        steps.phase_method = (
+            "kernels" if steps.phase_method is None else f"{steps.phase_method}, kernels"
+        )
+
+
+def place_steps(
+    rows: pl.DataFrame, meta: dict[str, Any], marker: str | None = None
+) -> tuple[Steps, pl.DataFrame]:
+    """Steps of classified rows and the device work rows placed in them: find the steps, place
+    every device row, fill phases from the kernels, take a second look at the confidence."""
+    steps = find_steps(rows, marker, meta=meta)
+    work = assign(rows, steps)
+    _kernel_phases(steps, work)
+    return review(steps, work, host_lead(rows, work)), work
+
+
+def analyze(
+    timeline: Timeline,
+    rules: list[str] | None = None,
+    options: dict[str, dict[str, Any]] | None = None,
+    *,
+    step_marker: str | None = None,
+    patterns: str | Path | None = None,
+    min_bubble_ns: int = MIN_BUBBLE_NS,
+) -> Analysis:
+    """Classify, segment into steps, measure every step and run the rules (all by default).
+
+    ``options`` maps a rule id to its options, e.g. ``{"bubbles": {"report_ns": 50_000}}``;
+    ``patterns`` is a TOML file of extra taxonomy entries; ``step_marker`` a regex over host
+    range names that overrides the built-in step markers.
+    """
+    chosen = select(rules, options)
+    rows, guessed = classified(timeline.df, vendor_of(timeline.meta), load_patterns(patterns))
+    steps, work = place_steps(rows, timeline.meta, step_marker)
+    wins = windows(work)
+    in_windows = clipped(work, wins)
+    metrics = step_metrics(work, wins, min_bubble_ns, in_windows, steps.ranges)
+    ctx = Context(rows, work, in_windows, wins, metrics, steps, timeline.meta)
+    findings = [finding for rule in chosen for finding in rule.run(ctx)]
+    findings.sort(key=lambda f: (f.step is None, f.step or 0, severity_rank(f.severity), f.rule))
+    checks = run_checks(rows, work, wins, metrics, steps, timeline.meta, guessed, in_windows)
+    return Analysis(
+        timeline,
+        rows,
+        work,
+        in_windows,
+        steps,
+        wins,
+        metrics,
+        findings,
+        [r.id for r in chosen],
+        checks,
+    )

@@ -1,0 +1,88 @@
+"""The `tracekit` command line (typer): info, summary, analyze, check, report, rules, convert,
+demo, diff.
+
+The commands are in :mod:`.commands` and :mod:`.diff_command`, what they share in
+:mod:`.common`; :data:`app` lists them and :func:`run` is the console entry point.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+from tracekit.cli.commands import (
+    analyze,
+    check,
+    convert,
+    demo,
+    formats,
+    info,
+    list_rules,
+    report,
+    summary,
+)
+from tracekit.cli.common import stderr
+from tracekit.cli.diff_command import diff_command
+from tracekit.names import printable
+from tracekit.reports import terminal
+
+app = typer.Typer(
+    name="tracekit",
+    help="Make GPU/NPU profiler traces of LLM inference readable.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def main(
+    no_color: Annotated[bool, typer.Option("--no-color", help="Plain text output.")] = False,
+) -> None:
+    """Make GPU/NPU profiler traces of LLM inference readable."""
+    terminal.NO_COLOR = no_color
+
+
+app.command()(info)
+app.command()(summary)
+app.command()(report)
+app.command()(analyze)
+app.command()(check)
+app.command(name="rules")(list_rules)
+app.command()(convert)
+app.command()(demo)
+app.command()(formats)
+app.command(name="diff")(diff_command)
+
+
+def _usage_errors() -> tuple[type[Exception], Any]:
+    """Click's UsageError and NoArgsIsHelpError classes, from typer's own copy of click where
+    typer carries one (typer >= 0.2x), else from click."""
+    try:
+        from typer._click import exceptions as errors
+    except ImportError:  # pragma: no cover - older typer runs on click itself
+        from click import exceptions as errors  # type: ignore[no-redef]
+    return errors.UsageError, getattr(errors, "NoArgsIsHelpError", ())
+
+
+def run(argv: list[str] | None = None) -> int:
+    """The console entry point: as ``app``, but a usage error is one line on stderr (with the
+    command whose ``--help`` tells the fix) and exit code 2."""
+    usage_error, no_args_is_help = _usage_errors()
+    try:
+        code = app(args=argv, prog_name="tracekit", standalone_mode=False)
+    except no_args_is_help:
+        return 0  # the help is already printed
+    except usage_error as exc:
+        ctx = getattr(exc, "ctx", None)
+        where = ctx.command_path if ctx is not None else "tracekit"
+        line = Text("error: ", style="bold red")
+        line.append(f"{printable(exc.format_message())} (see `{where} --help`)")
+        stderr.print(line, highlight=False, soft_wrap=True)
+        return 2
+    except typer.Abort:
+        stderr.print("aborted", highlight=False)
+        return 130
+    return code if isinstance(code, int) else 0

@@ -1,0 +1,93 @@
+"""`tracekit diff`: compare the runs of a baseline with those of a candidate."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from tracekit.cli.common import (
+    MarkerOpt,
+    OptionOpt,
+    OutputOpt,
+    PatternsOpt,
+    RulesOpt,
+    one_line_errors,
+    print_json,
+    read_trace,
+    rule_ids,
+    rule_options,
+)
+from tracekit.errors import TraceError
+from tracekit.reports import terminal
+
+SideArg = Annotated[
+    str, typer.Argument(help="A trace, a folder of runs (or one trace), or a quoted glob of runs.")
+]
+
+
+def share(text: str, option: str) -> float:
+    """``5%`` or ``0.05`` -> 0.05 (a fraction in (0, 1))."""
+    value = text.strip()
+    try:
+        fraction = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        fraction = -1.0
+    if not 0 < fraction < 1:
+        raise TraceError(f"{option} {text!r}: give a percentage (5%) or a fraction below 1 (0.05)")
+    return fraction
+
+
+@one_line_errors
+def diff_command(
+    base: SideArg,
+    head: SideArg,
+    threshold: Annotated[
+        str, typer.Option(help="Smallest change that fails the gate: 5% or 0.05.")
+    ] = "5%",
+    min_impact: Annotated[
+        str, typer.Option(help="A category gates only when its change is this share of a step.")
+    ] = "1%",
+    output: OutputOpt = "term",
+    top: Annotated[int, typer.Option(min=1, help="How many categories and kernels to list.")] = 10,
+    rules: RulesOpt = None,
+    step_marker: MarkerOpt = None,
+    patterns: PatternsOpt = None,
+    option: OptionOpt = None,
+    allow_low_confidence: Annotated[
+        bool,
+        typer.Option(help="Gate even when steps were found with low confidence (else exit 2)."),
+    ] = False,
+) -> None:
+    """Compare a baseline with a candidate: exit 0 when no regression beyond the threshold is
+    significant, 1 when one is, 2 on an error (low-confidence steps included)."""
+    from tracekit.analysis import analyze
+    from tracekit.diff import compare
+    from tracekit.runs import find_runs
+
+    if output not in ("term", "md", "json"):
+        raise TraceError(f"--format {output!r}: choose term, md or json")
+    limits = share(threshold, "--threshold"), share(min_impact, "--min-impact")
+    ids, opts = rule_ids(rules), rule_options(option)
+    sides = [
+        [
+            analyze(read_trace(path), ids, opts, step_marker=step_marker, patterns=patterns)
+            for path in find_runs(spec)
+        ]
+        for spec in (base, head)
+    ]
+    data = compare(sides[0], sides[1], *limits, allow_low_confidence=allow_low_confidence)
+    data = data.to_dict()
+    if output == "json":
+        print_json(data)
+    elif output == "md":
+        from tracekit.reports.diff_markdown import render_diff_markdown
+
+        sys.stdout.write(render_diff_markdown(data, top))
+    else:
+        from tracekit.reports.diff_terminal import render_diff
+
+        terminal.print_renderable(render_diff(data, top, Console().width))
+    raise typer.Exit(data["exit_code"])

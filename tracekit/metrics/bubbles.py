@@ -1,0 +1,121 @@
+"""Idle gaps inside steps: the bubbles of the ``step_metrics`` table and, for the
+``bubbles`` rule, each bubble with its cause."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from tracekit.intervals import gaps, subtract
+from tracekit.metrics import KEY
+
+SYNC_API = r"(?i)synchroni[sz]e|EventSynchronize|StreamWait|aclrtSynchronize"
+
+
+def idle_gaps(rows: pl.DataFrame, min_bubble_ns: int) -> pl.DataFrame:
+    """Stretches (``*KEY, start, end, ns``) of at least ``min_bubble_ns`` with no row of the
+    step running, between the first and the last row of each step (rows cut to their step's
+    window)."""
+    idle = gaps(rows, KEY).with_columns(ns=pl.col("end") - pl.col("start"))
+    return idle.filter(pl.col("ns") >= min_bubble_ns)
+
+
+def bubble_totals(rows: pl.DataFrame, min_bubble_ns: int) -> pl.DataFrame:
+    """Per (rank, device, step): ``bubble_ns``, ``bubble_count`` and ``largest_bubble_ns``
+    of the :func:`idle_gaps`."""
+    return (
+        idle_gaps(rows, min_bubble_ns)
+        .group_by(KEY)
+        .agg(
+            bubble_ns=pl.col("ns").sum(),
+            bubble_count=pl.len().cast(pl.Int64),
+            largest_bubble_ns=pl.col("ns").max(),
+        )
+    )
+
+
+def comm_bubble_totals(rows: pl.DataFrame, min_bubble_ns: int) -> pl.DataFrame:
+    """Per (rank, device, step): ``comm_bubble_ns``, the stretches of at least
+    ``min_bubble_ns`` where communication runs and nothing else does."""
+    comm = rows.filter(pl.col("is_comm"))
+    not_comm = rows.filter(~pl.col("is_comm"))
+    comm_alone = subtract(comm, not_comm, KEY).with_columns(ns=pl.col("end") - pl.col("start"))
+    return (
+        comm_alone.filter(pl.col("ns") >= min_bubble_ns)
+        .group_by(KEY)
+        .agg(comm_bubble_ns=pl.col("ns").sum())
+    )
+
+
+def attributed_bubbles(
+    in_windows: pl.DataFrame, rows: pl.DataFrame, min_bubble_ns: int
+) -> pl.DataFrame:
+    """The :func:`idle_gaps` of the work rows cut to their step's window (``in_windows``),
+    each with its ``cause`` (host-bound launch, host-bound sync, communication, or unknown,
+    judged from the host API calls among ``rows``) and the names of the rows ``before`` /
+    ``after`` the gap."""
+    idle = idle_gaps(in_windows, min_bubble_ns).sort("start")
+    if idle.height == 0:
+        return idle.with_columns(
+            cause=pl.lit(None, pl.String),
+            before=pl.lit(None, pl.String),
+            after=pl.lit(None, pl.String),
+        )
+    dev = ["rank", "device"]
+    work = in_windows.with_columns(
+        _end=pl.col("ts") + pl.col("dur"), _name=pl.col("name").cast(pl.String)
+    ).select(*dev, "ts", "_end", "_name", "is_comm", "corr")
+    before = idle.join_asof(
+        work.sort("_end").select(*dev, "_end", _bname="_name", _bcomm="is_comm"),
+        left_on="start",
+        right_on="_end",
+        by=dev,
+        strategy="backward",
+        check_sortedness=False,
+    )
+    after = before.sort("end").join_asof(
+        work.sort("ts").select(*dev, "ts", "corr", _aname="_name", _acomm="is_comm"),
+        left_on="end",
+        right_on="ts",
+        by=dev,
+        strategy="forward",
+        check_sortedness=False,
+    )
+    api = rows.filter(pl.col("kind").cast(pl.String) == "api").with_columns(
+        pl.col("rank").fill_null(0).cast(pl.Int32), _api_end=pl.col("ts") + pl.col("dur")
+    )
+    launches = api.filter(pl.col("corr").is_not_null()).select("rank", "corr", "_api_end")
+    launches = launches.unique(subset=["rank", "corr"], keep="first")
+    found = after.join(launches, on=["rank", "corr"], how="left")
+    # Some sync call overlaps the gap iff, among the calls starting before the gap ends, the
+    # latest end (a running maximum) is after the gap starts: one as-of join, no cross join.
+    syncs = (
+        api.filter(pl.col("name").cast(pl.String).str.contains(SYNC_API))
+        .sort("ts")
+        .select("rank", _s="ts", _reach=pl.col("_api_end").cum_max().over("rank"))
+    )
+    found = (
+        found.sort("end")
+        .join_asof(
+            syncs,
+            left_on="end",
+            right_on="_s",
+            by="rank",
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .with_columns(_sync=(pl.col("_s") < pl.col("end")) & (pl.col("_reach") > pl.col("start")))
+    )
+    cause = (
+        pl.when(pl.col("_api_end") > pl.col("start"))
+        .then(pl.lit("host-bound: launch"))
+        .when(pl.col("_sync").fill_null(False))
+        .then(pl.lit("host-bound: sync"))
+        .when(pl.col("_bcomm").fill_null(False) | pl.col("_acomm").fill_null(False))
+        .then(pl.lit("communication"))
+        .otherwise(pl.lit("unknown"))
+    )
+    return (
+        found.with_columns(cause=cause, before=pl.col("_bname"), after=pl.col("_aname"))
+        .select(*KEY, "start", "end", "ns", "cause", "before", "after")
+        .sort(*KEY, "start")
+    )

@@ -1,0 +1,80 @@
+"""What the stages hand each other: the :class:`Context` a rule reads and the
+:class:`Finding` it returns, the :class:`Check` of tracekit's own numbers, and the order of
+severities and of check statuses (most severe first)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import polars as pl
+
+from tracekit.steps.model import Steps
+
+SEVERITIES = ("error", "warning", "info")  # most severe first
+STATUSES = ("fail", "warn", "pass")  # most severe first
+
+
+def severity_rank(severity: str) -> int:
+    """0 for the most severe; a severity tracekit does not know ranks after all others."""
+    return SEVERITIES.index(severity) if severity in SEVERITIES else len(SEVERITIES)
+
+
+@dataclass
+class Finding:
+    """One thing a rule found: where (rank, device, step), how bad, and the evidence."""
+
+    rule: str
+    severity: str
+    title: str
+    detail: str
+    step: int | None = None
+    rank: int | None = None
+    device: int | None = None
+    metrics: dict[str, float | int | None] = field(default_factory=dict)
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass
+class Context:
+    """What a rule reads: every row with taxonomy columns, the device work rows with their
+    ``step``, those rows cut to their step's window, the step windows and metrics, and how
+    steps were found."""
+
+    rows: pl.DataFrame
+    work: pl.DataFrame
+    in_windows: pl.DataFrame
+    windows: pl.DataFrame
+    step_metrics: pl.DataFrame
+    steps: Steps
+    meta: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One verification: ``name`` (a stable id), ``status`` (``pass``/``warn``/``fail``), one
+    line of ``detail``, and the ``expected`` and ``actual`` numbers when there are any."""
+
+    name: str
+    status: str
+    detail: str
+    expected: float | int | str | None = None
+    actual: float | int | str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+def ordered(checks: list[Check]) -> list[Check]:
+    """Failing checks first, then warnings, then passes (each in the order made)."""
+    return sorted(checks, key=lambda c: STATUSES.index(c.status))
+
+
+def ns_text(value: float) -> str:
+    """``14,472,221 ns``: a check's exact number, never rounded to a unit."""
+    return f"{value:,.0f} ns"
