@@ -43,11 +43,15 @@ def main() -> None:
     written = time.perf_counter() - t
     trace = data["traces"][0]
     shown = sum(part["shown"] for part in trace["gantt"].values())
-    print(f"timeline: {len(tl):,} rows, {analysis.work.height:,} device rows, "
-          f"{len(analysis.steps):,} steps")  # fmt: skip
+    print(
+        f"timeline: {len(tl):,} rows, {analysis.work.height:,} device rows, "
+        f"{len(analysis.steps):,} steps"
+    )
     print(f"analyze {analysed:.2f} s; report payload {prepared:.2f} s; page {written:.2f} s")
-    print(f"page {len(page) / 1e6:.1f} MB ({args.out}); drill-down: {len(trace['gantt'])} steps, "
-          f"{shown:,} events")  # fmt: skip
+    print(
+        f"page {len(page) / 1e6:.1f} MB ({args.out}); drill-down: {len(trace['gantt'])} steps, "
+        f"{shown:,} events"
+    )
     for key in ("steps", "gantt", "findings", "overlap", "kernels", "strings"):
         print(f"  {key:10} {len(embed_json(trace[key])) / 1e6:6.2f} MB")
     print(f"load average {os.getloadavg()[0]:.2f}")

@@ -115,8 +115,11 @@ def load(path: Path, module: str, name: str) -> dict:
     """Load ``path`` in a subprocess and return its measurements."""
     done = subprocess.run(
         [sys.executable, "-c", LOADER, str(path), module, name],
-        capture_output=True, text=True, cwd=ROOT, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         tail = (done.stderr or done.stdout).strip().splitlines()
@@ -144,8 +147,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         seconds, events = float(result["seconds"]), int(result["events"])
         rss = int(result["max_rss_kib"]) / 1024
-        print(f"{cells} {events:>11,} {result['kernels']:>10,} {seconds:>7.2f}"
-              f" {events / seconds:>11,.0f} {rss:>7,.0f} MB")  # fmt: skip
+        print(
+            f"{cells} {events:>11,} {result['kernels']:>10,} {seconds:>7.2f}"
+            f" {events / seconds:>11,.0f} {rss:>7,.0f} MB"
+        )
         if result["how"] != "tracekit.load":
             notes.append(f"{label}: loaded with {result['how']}")
         if result["warnings"]:

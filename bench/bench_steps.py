@@ -34,9 +34,13 @@ LAYER = (("rmsnorm", "norm", 7), ("qkv_a", "gemm", 7), ("q_b", "gemm", 7),
          ("dispatch", "comm", 21), ("w13", "moe", 7), ("silu_and_mul", "activation", 7),
          ("w2", "moe", 7), ("combine", "comm", 21))  # fmt: skip
 HEAD = (("Memcpy HtoD (Pinned -> Device)", "memory", 7), ("embedding", "other", 7))
-TAIL = (("final_norm", "norm", 7), ("lm_head", "gemm", 7), ("top_k_mask", "sampling", 7),
-        ("top_p_sample", "sampling", 7),
-        ("Memcpy DtoH (Device -> Pinned)", "memory", 7))  # fmt: skip
+TAIL = (
+    ("final_norm", "norm", 7),
+    ("lm_head", "gemm", 7),
+    ("top_k_mask", "sampling", 7),
+    ("top_p_sample", "sampling", 7),
+    ("Memcpy DtoH (Device -> Pinned)", "memory", 7),
+)
 CACHE = Path(tempfile.gettempdir()) / "tracekit-bench-steps"
 
 
@@ -98,8 +102,12 @@ def main() -> None:
             frame.write_parquet(path)
         times, found = [], set()
         for _ in range(args.runs):
-            out = subprocess.run([sys.executable, __file__, "--child", str(path)],
-                                 check=True, capture_output=True, text=True)  # fmt: skip
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", str(path)],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
             result = json.loads(out.stdout)
             times.append(result["seconds"])
             found.add((result["method"], result["steps"]))

@@ -48,8 +48,9 @@ def hta_percent(trace: Path) -> float | None:
     """HTA's overlap percentage for the trace's single rank (None when HTA fails)."""
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / trace.name).symlink_to(trace.resolve())
-        done = subprocess.run([str(VENV_PYTHON), "-c", HTA, folder], capture_output=True,
-                              text=True, check=False)  # fmt: skip
+        done = subprocess.run(
+            [str(VENV_PYTHON), "-c", HTA, folder], capture_output=True, text=True, check=False
+        )
     lines = done.stdout.strip().splitlines()
     return json.loads(lines[-1])[0] if done.returncode == 0 and lines else None
 

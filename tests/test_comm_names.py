@@ -19,8 +19,12 @@ SCHEMA = {"name": pl.String, "kind": pl.String, "engine": pl.String, "dur": pl.I
 
 
 def _frame(rows: list[dict[str, str]], dur: int = 1_000) -> pl.DataFrame:
-    data = {"name": [r["name"] for r in rows], "kind": [r.get("kind", "kernel") for r in rows],
-            "engine": [None] * len(rows), "dur": [dur] * len(rows)}  # fmt: skip
+    data = {
+        "name": [r["name"] for r in rows],
+        "kind": [r.get("kind", "kernel") for r in rows],
+        "engine": [None] * len(rows),
+        "dur": [dur] * len(rows),
+    }
     return pl.DataFrame(data, schema=SCHEMA)
 
 
@@ -49,8 +53,10 @@ def test_every_name_gets_its_category_and_flags(vendor: str) -> None:
     rows = _by_vendor(ROWS)[vendor]
     out = classify(_frame(rows), vendor)
     got = out.select("name", "category", "is_comm", "is_fused_comm").rows()
-    want = [(r["name"], r["category"], r["is_comm"] == "true", r["is_fused_comm"] == "true")
-            for r in rows]  # fmt: skip
+    want = [
+        (r["name"], r["category"], r["is_comm"] == "true", r["is_fused_comm"] == "true")
+        for r in rows
+    ]
     assert [g for g, w in zip(got, want) if g != w] == []
 
 
@@ -115,16 +121,23 @@ def test_a_users_pattern_settles_a_guess_either_way(tmp_path: Path) -> None:
 
 
 def test_host_rows_and_copies_are_never_guesses() -> None:
-    frame = _frame([{"name": "nccl:all_reduce", "kind": "cpu_op"},
-                    {"name": "Memcpy DtoD (all_gather buffer)", "kind": "memcpy"}])  # fmt: skip
+    frame = _frame(
+        [
+            {"name": "nccl:all_reduce", "kind": "cpu_op"},
+            {"name": "Memcpy DtoD (all_gather buffer)", "kind": "memcpy"},
+        ]
+    )
     assert not classify(frame, "nvidia")["is_comm"].any()
     assert guessed_comm(frame, "nvidia").height == 0
 
 
 def test_inductor_kernels_and_broadcasting_ops_are_not_guesses() -> None:
-    names = ["triton_poi_fused_add_all_reduce_bitwise_and_embedding_0",
-             "void k_bin_bcast<&(op_add(float, float)), float, float>(float const*)",
-             "BroadcastTo", "aclnnSendTokensToCpu_Cast_Cast"]  # fmt: skip
+    names = [
+        "triton_poi_fused_add_all_reduce_bitwise_and_embedding_0",
+        "void k_bin_bcast<&(op_add(float, float)), float, float>(float const*)",
+        "BroadcastTo",
+        "aclnnSendTokensToCpu_Cast_Cast",
+    ]
     frame = _frame([{"name": n} for n in names])
     assert guessed_comm(frame, "nvidia").height == 0
     assert not classify(frame, "nvidia")["is_comm"].any()

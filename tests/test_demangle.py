@@ -60,8 +60,12 @@ def test_names_are_demangled_once_per_distinct_name_and_the_raw_name_kept_in_arg
     assert out.column("name").to_pylist() == [SILU_TEXT, "main", SILU_TEXT, SILU_TEXT]
     assert out.column("name").chunk(0).dictionary.to_pylist() == [SILU_TEXT, "main"]
     args = [json.loads(a) for a in out.column("args").to_pylist()]
-    assert args == [{"mangled_name": SILU}, {"a": 1}, {"mangled_name": SILU + ".kd"},
-                    {"mangled_name": SILU, "grid": [1, 1, 1]}]  # fmt: skip
+    assert args == [
+        {"mangled_name": SILU},
+        {"a": 1},
+        {"mangled_name": SILU + ".kd"},
+        {"mangled_name": SILU, "grid": [1, 1, 1]},
+    ]
     plain = build_table({"ts": [0], "dur": [1], "name": ["main"]})
     assert demangle_events(plain) is plain
 

@@ -67,7 +67,9 @@ def test_summary_numbers_equal_scenario_truth(tmp_path: Path) -> None:
 def test_bundled_demo_is_the_demo_scenario(tmp_path: Path) -> None:
     """tracekit/data/demo.sqlite is what `python -m fixtures.make_demo` writes today."""
     bundled = _canonical(tracekit.load(DEMO).df)
-    assert bundled.equals(_canonical(tracekit.load(
-        write_nsys_sqlite(demo_scenario().events, tmp_path / "demo.sqlite")
-    ).df))  # fmt: skip
+    assert bundled.equals(
+        _canonical(
+            tracekit.load(write_nsys_sqlite(demo_scenario().events, tmp_path / "demo.sqlite")).df
+        )
+    )
     assert bundled.filter(pl.col("kind") == "range").height == 8

@@ -140,9 +140,13 @@ def test_export_without_gpu_table_warns(export) -> None:
 
 def test_lazy_export_without_optional_tables(export) -> None:
     path, con = export
-    for table in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
-                  "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "NVTX_EVENTS",
-                  "TARGET_INFO_SESSION_START_TIME"):  # fmt: skip
+    for table in (
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+        "NVTX_EVENTS",
+        "TARGET_INFO_SESSION_START_TIME",
+    ):
         con.execute(f"DROP TABLE {table}")
     tl = _load(path, con)
     counts = dict(tl.df.group_by(pl.col("kind").cast(pl.String)).len().rows())
@@ -194,10 +198,12 @@ def test_unnamed_first_nvtx_row_and_missing_optional_columns(tmp_path: Path) -> 
         f" VALUES (0, 5, 59, NULL, 0, {GTID})"
     )
     for table, column in (
-        ("CUPTI_ACTIVITY_KIND_MEMCPY", "srcKind"), ("CUPTI_ACTIVITY_KIND_MEMCPY", "dstKind"),
-        ("CUPTI_ACTIVITY_KIND_MEMSET", "memKind"), ("NVTX_EVENTS", "category"),
+        ("CUPTI_ACTIVITY_KIND_MEMCPY", "srcKind"),
+        ("CUPTI_ACTIVITY_KIND_MEMCPY", "dstKind"),
+        ("CUPTI_ACTIVITY_KIND_MEMSET", "memKind"),
+        ("NVTX_EVENTS", "category"),
         ("NVTX_EVENTS", "textId"),
-    ):  # fmt: skip
+    ):
         con.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
     con.commit()
     con.close()

@@ -218,11 +218,15 @@ def test_markers_copies_and_external_ids(path: Path, tmp_path: Path) -> None:
         (nid, start + 600, start + 620, strings["roctxRangePop"], ev[4]),
     )
     for name, track in (("MARKER_CORE_RANGE_API", 1), ("HIP_RUNTIME_API_EXT", 2)):
-        con.execute(f"INSERT INTO rocpd_track{s} (id, nid, pid, tid, name_id) VALUES"
-                    " (?, ?, 28, 28, ?)", (track, nid, strings[name]))  # fmt: skip
+        con.execute(
+            f"INSERT INTO rocpd_track{s} (id, nid, pid, tid, name_id) VALUES (?, ?, 28, 28, ?)",
+            (track, nid, strings[name]),
+        )
     for track, when, event in ((1, start + 20, ev[1]), (2, start + 40, ev[3])):
-        con.execute(f"INSERT INTO rocpd_sample{s} (track_id, timestamp, event_id) VALUES"
-                    " (?, ?, ?)", (track, when, event))  # fmt: skip
+        con.execute(
+            f"INSERT INTO rocpd_sample{s} (track_id, timestamp, event_id) VALUES (?, ?, ?)",
+            (track, when, event),
+        )
     con.execute(
         f"INSERT INTO rocpd_memory_copy{s} (nid, pid, tid, start, end, name_id, dst_agent_id,"
         " src_agent_id, size, queue_id, stream_id, event_id) VALUES (?,28,28,?,?,?,2,0,4096,0,0,?)",

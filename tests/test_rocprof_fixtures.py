@@ -146,17 +146,23 @@ def test_csv_row_counts(scenario, csv_set: dict[str, Path]) -> None:
 def test_csv_correlation_links(scenario, csv_set: dict[str, Path]) -> None:
     api = {int(r["Correlation_Id"]): r for r in _rows(csv_set["hip_api_trace"])}
     want = {"KERNEL": "hipLaunchKernel", "FILL": "hipMemsetAsync", "COPY": "hipMemcpyAsync"}
-    device = [("FILL" if r["Kernel_Name"] == FILL_BUFFER else "KERNEL", r)
-              for r in _rows(csv_set["kernel_trace"])]  # fmt: skip
+    device = [
+        ("FILL" if r["Kernel_Name"] == FILL_BUFFER else "KERNEL", r)
+        for r in _rows(csv_set["kernel_trace"])
+    ]
     device += [("COPY", r) for r in _rows(csv_set["memory_copy_trace"])]
     for what, row in device:
         call = api[int(row["Correlation_Id"])]
         assert call["Function"] == want[what]
         assert int(call["Start_Timestamp"]) < int(row["Start_Timestamp"])
     assert {r["Function"] for r in api.values()} == {
-        "hipLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync", "hipEventRecord",
-        "hipStreamWaitEvent", "hipStreamSynchronize",
-    }  # fmt: skip
+        "hipLaunchKernel",
+        "hipMemcpyAsync",
+        "hipMemsetAsync",
+        "hipEventRecord",
+        "hipStreamWaitEvent",
+        "hipStreamSynchronize",
+    }
     markers = _rows(csv_set["marker_api_trace"])
     assert not {int(m["Correlation_Id"]) for m in markers} & set(api)
     assert [m["Function"] for m in markers] == [f"decode_step_{i}" for i in range(3)]
@@ -203,8 +209,9 @@ def test_kernel_stats_consistent(csv_set: dict[str, Path]) -> None:
         std = statistics.stdev(d) if len(d) > 1 else 0.0
         assert float(s["StdDev"]) == pytest.approx(std, rel=1e-9, abs=1e-6)
         share = sum(d) / grand * 100
-        assert s["Percentage"] == (f"{share:.2f}" if share >= 1 else
-                                   f"{share:.4f}" if share > 0.01 else f"{share:.3e}")  # fmt: skip
+        assert s["Percentage"] == (
+            f"{share:.2f}" if share >= 1 else f"{share:.4f}" if share > 0.01 else f"{share:.3e}"
+        )
 
 
 def test_csv_variants(tmp_path: Path) -> None:
@@ -321,8 +328,11 @@ def test_rocpd_views_answer(scenario, rocpd_db: Path) -> None:
             "SELECT DISTINCT queue_id, queue, stream FROM kernels ORDER BY 1"
         ).fetchall()
         # named in order of first use: the comm queue (21) dispatches before the shared one
-        assert queues == [(7, "Queue 0", "Stream 0"), (13, "Queue 2", "Stream 2"),
-                          (21, "Queue 1", "Stream 1")]  # fmt: skip
+        assert queues == [
+            (7, "Queue 0", "Stream 0"),
+            (13, "Queue 2", "Stream 2"),
+            (21, "Queue 1", "Stream 1"),
+        ]
 
 
 def test_rocpd_and_csv_hold_the_same_records(csv_set: dict[str, Path], rocpd_db: Path) -> None:
@@ -333,12 +343,17 @@ def test_rocpd_and_csv_hold_the_same_records(csv_set: dict[str, Path], rocpd_db:
     )  # fmt: skip
     with _db(rocpd_db) as db:
         from_db = sorted(
-            (n, s, e, q, c, d, f"Agent {a}") for n, s, e, q, c, d, a in db.execute(
+            (n, s, e, q, c, d, f"Agent {a}")
+            for n, s, e, q, c, d, a in db.execute(
                 "SELECT name, start, end, queue_id, stack_id, dispatch_id, agent_abs_index "
-                "FROM kernels")
-        )  # fmt: skip
-        api = sorted(db.execute("SELECT name, stack_id, start, end, tid FROM regions "
-                                "WHERE category LIKE 'HIP%'"))  # fmt: skip
+                "FROM kernels"
+            )
+        )
+        api = sorted(
+            db.execute(
+                "SELECT name, stack_id, start, end, tid FROM regions WHERE category LIKE 'HIP%'"
+            )
+        )
     assert from_db == from_csv
     assert api == sorted(
         (r["Function"], int(r["Correlation_Id"]), int(r["Start_Timestamp"]),
@@ -368,9 +383,11 @@ def _canonical(df: pl.DataFrame) -> pl.DataFrame:
 def _with_marks(events: pl.DataFrame) -> pl.DataFrame:
     """The scenario plus a roctxMarkA instant 500 ns into every step."""
     marks = events.filter(pl.col("kind") == "range").with_columns(
-        kind=pl.lit("marker"), dur=pl.lit(0, pl.Int64), ts=pl.col("ts") + 500,
+        kind=pl.lit("marker"),
+        dur=pl.lit(0, pl.Int64),
+        ts=pl.col("ts") + 500,
         name=pl.lit("token_ready"),
-    )  # fmt: skip
+    )
     return pl.concat([events, marks]).sort("ts", maintain_order=True)
 
 
@@ -401,10 +418,13 @@ def test_csv_round_trip_equals_scenario(tmp_path: Path, knobs: dict) -> None:
 
 @pytest.mark.parametrize(
     "variant",
-    [{"marker_domain": "MARKER_CORE_RANGE_API"}, {"quote_all": True},
-     {"guid": "0000ddb5-8903-7903-b269-cd8d3745bb8a"}],
+    [
+        {"marker_domain": "MARKER_CORE_RANGE_API"},
+        {"quote_all": True},
+        {"guid": "0000ddb5-8903-7903-b269-cd8d3745bb8a"},
+    ],
     ids=["rocm7-markers", "quote-all", "rocpd-guid"],
-)  # fmt: skip
+)
 def test_csv_variants_round_trip(tmp_path: Path, variant: dict) -> None:
     rocprof = pytest.importorskip("tracekit.parsers.rocprof")
     events = _with_marks(build_scenario(steps=2, layers=2).events)
@@ -435,8 +455,11 @@ def test_rocpd_roctx_ranges_and_marks_round_trip(tmp_path: Path) -> None:
     assert _canonical(timeline.df).equals(_canonical(expected_timeline(events)))
     marks = timeline.df.filter(pl.col("kind").cast(pl.String).is_in(["range", "marker"])).sort("ts")
     assert marks["name"].cast(pl.String).to_list() == [
-        "decode_step_0", "token_ready", "decode_step_1", "token_ready",
-    ]  # fmt: skip
+        "decode_step_0",
+        "token_ready",
+        "decode_step_1",
+        "token_ready",
+    ]
 
 
 @pytest.mark.parametrize("domain", ["MARKER_CORE_API", "MARKER_CORE_RANGE_API"])
@@ -463,8 +486,10 @@ def test_csv_and_rocpd_of_one_run_agree(tmp_path: Path, domain: str) -> None:
     assert kinds == {"api": 124, "kernel": 74, "memcpy": 4, "range": 2, "marker": 2}
     marks = db_rows.filter(pl.col("kind").is_in(["range", "marker"])).sort("ts")
     assert marks.select("kind", "name", "corr").rows() == [
-        ("range", "decode_step_0", 1125), ("marker", "token_ready", 1126),
-        ("range", "decode_step_1", 1127), ("marker", "token_ready", 1128),
-    ]  # fmt: skip
+        ("range", "decode_step_0", 1125),
+        ("marker", "token_ready", 1126),
+        ("range", "decode_step_1", 1127),
+        ("marker", "token_ready", 1128),
+    ]
     launches = db_rows.filter(pl.col("name") == "hipLaunchKernel")["corr"]
     assert launches.is_in(marks["corr"].implode()).sum() == 0  # marker ids link no launch

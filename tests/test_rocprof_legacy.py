@@ -34,8 +34,11 @@ MANIFEST = {  # HIP API calls, copies, kernels (MANIFEST.md #5 and #6)
     "rocprof_v1_hiptrace_rocmblogs_pytorch_vecadd": (135, 6, 1),
     "rocprof_v1_hiptrace_hip_vecadd_small": (13, 3, 1),
 }
-READERS = {"db": (ROCPROF_V1_DB, "results.db"), "json": (ROCPROF_V1_JSON, "results.json"),
-           "dir": (ROCPROF_V1_DIR, "")}  # fmt: skip
+READERS = {
+    "db": (ROCPROF_V1_DB, "results.db"),
+    "json": (ROCPROF_V1_JSON, "results.json"),
+    "dir": (ROCPROF_V1_DIR, ""),
+}
 ALL = (ROCPROF_V1_DIR, ROCPROF_V1_DB, ROCPROF_V1_JSON, ROCPROF_V1_CSV, ROCPD)
 
 
@@ -88,11 +91,13 @@ def test_totals_equal_the_stats_files(folder: Path, reader: str) -> None:
 @pytest.mark.parametrize("folder", FOLDERS)
 def test_api_links_equal_the_db_index(folder: Path, reader: str) -> None:
     """Every copy and kernel joins the HIP call that rocprof's Index column names."""
-    want = sorted(sql_rows(
-        folder / "results.db",
-        'SELECT d.BeginNs, h.BeginNs FROM (SELECT "Index", BeginNs FROM COPY UNION ALL'
-        ' SELECT "Index", BeginNs FROM OPS) d JOIN HIP h ON h."Index" = d."Index"',
-    ))  # fmt: skip
+    want = sorted(
+        sql_rows(
+            folder / "results.db",
+            'SELECT d.BeginNs, h.BeginNs FROM (SELECT "Index", BeginNs FROM COPY UNION ALL'
+            ' SELECT "Index", BeginNs FROM OPS) d JOIN HIP h ON h."Index" = d."Index"',
+        )
+    )
     tl = _load(folder, reader)
     zero = tl.meta["clock"]["zero_ns"]
     device = _kinds(tl, "memcpy", "kernel")
@@ -200,16 +205,25 @@ def test_each_file_is_sniffed_by_its_parser_only(folder: Path) -> None:
 
 # -- results.csv: generated from rocprof's documented columns -------------------------------
 
-V1_HEADER = ("Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,arch_vgpr,"
-             "accum_vgpr,sgpr,wave_size,sig,obj,SQ_WAVES,DispatchNs,BeginNs,EndNs,CompleteNs,"
-             "DurationNs")  # fmt: skip
-OLD_HEADER = ("Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,vgpr,sgpr,"
-              "fbar,sig,obj,DispatchNs,BeginNs,EndNs,CompleteNs,")  # fmt: skip
-V2_HEADER = ("Dispatch_ID,GPU_ID,Queue_ID,PID,TID,Grid_Size,Workgroup_Size,LDS_Per_Workgroup,"
-             "Scratch_Per_Workitem,Arch_VGPR,Accum_VGPR,SGPR,Wave_Size,Kernel_Name,"
-             "Start_Timestamp,End_Timestamp,Correlation_ID,Counters")  # fmt: skip
-NAMES = ('"void gemm<float>(float const*, float*, int) [clone .kd]"', '"rms_norm_kernel.kd"',
-         '"ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>) [clone .kd]"')  # fmt: skip
+V1_HEADER = (
+    "Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,arch_vgpr,"
+    "accum_vgpr,sgpr,wave_size,sig,obj,SQ_WAVES,DispatchNs,BeginNs,EndNs,CompleteNs,"
+    "DurationNs"
+)
+OLD_HEADER = (
+    "Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,vgpr,sgpr,"
+    "fbar,sig,obj,DispatchNs,BeginNs,EndNs,CompleteNs,"
+)
+V2_HEADER = (
+    "Dispatch_ID,GPU_ID,Queue_ID,PID,TID,Grid_Size,Workgroup_Size,LDS_Per_Workgroup,"
+    "Scratch_Per_Workitem,Arch_VGPR,Accum_VGPR,SGPR,Wave_Size,Kernel_Name,"
+    "Start_Timestamp,End_Timestamp,Correlation_ID,Counters"
+)
+NAMES = (
+    '"void gemm<float>(float const*, float*, int) [clone .kd]"',
+    '"rms_norm_kernel.kd"',
+    '"ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>) [clone .kd]"',
+)
 
 
 def _kernel_rows() -> list[dict[str, int | str]]:
@@ -324,8 +338,10 @@ def test_stats_run_db_with_kern_and_roctx(tmp_path: Path) -> None:
         'CREATE TABLE rocTX ("BeginNs" INTEGER, "EndNs" INTEGER, "pid" INTEGER,'
         ' "tid" INTEGER, "Name" TEXT, "Index" INTEGER, "__section" INTEGER, "__lane" INTEGER)'
     )
-    con.executemany("INSERT INTO rocTX VALUES (?,?,7,8,?,?,0,8)",
-                    [(950, 6000, "step 0", 0), (3000, 3001, "token", 1)])  # fmt: skip
+    con.executemany(
+        "INSERT INTO rocTX VALUES (?,?,7,8,?,?,0,8)",
+        [(950, 6000, "step 0", 0), (3000, 3001, "token", 1)],
+    )
     con.commit()
     con.close()
     tl = ROCPROF_V1_DB.parse(db)
@@ -363,8 +379,10 @@ def test_results_db_with_empty_tables(tmp_path: Path) -> None:
     db = tmp_path / "results.db"
     con = sqlite3.connect(db)
     con.execute('CREATE TABLE KERN ("Index" INTEGER, "KernelName" TEXT)')
-    con.execute('CREATE TABLE HIP ("BeginNs" INTEGER, "EndNs" INTEGER, "pid" INTEGER,'
-                ' "tid" INTEGER, "Name" TEXT, "args" TEXT, "Index" INTEGER)')  # fmt: skip
+    con.execute(
+        'CREATE TABLE HIP ("BeginNs" INTEGER, "EndNs" INTEGER, "pid" INTEGER,'
+        ' "tid" INTEGER, "Name" TEXT, "args" TEXT, "Index" INTEGER)'
+    )
     con.commit()
     con.close()
     assert ROCPROF_V1_DB.sniff(Probe(db))

@@ -44,10 +44,12 @@ VARIANTS = {
     "crlf": {"style": "plain", "crlf": True},
     "bom_crlf_quoted": {"style": "stats", "bom": True, "crlf": True},
     "reversed": {"style": "stats", "order": list(range(23, -1, -1))},
-    "shuffled_plain": {"style": "plain", "order": [5, 1, 20, 0, 3, 2, 4, 6, 7, 8, 9, 10, 11, 12,
-                                                   13, 14, 15, 16, 17, 18, 19, 21, 22]},
+    "shuffled_plain": {
+        "style": "plain",
+        "order": [5, 1, 20, 0, 3, 2, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22],
+    },
     "no_counters": {"style": "stats", "counters": False},
-}  # fmt: skip
+}
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +85,9 @@ def test_headers_as_rocprof_writes_them(events: pl.DataFrame, style: str, tmp_pa
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
-def test_every_variant_loads_the_same_rows(events: pl.DataFrame, variant: str,
-                                           tmp_path: Path) -> None:  # fmt: skip
+def test_every_variant_loads_the_same_rows(
+    events: pl.DataFrame, variant: str, tmp_path: Path
+) -> None:
     base = load(write_results_csv(events, tmp_path / "base.csv", style="stats"))
     path = write_results_csv(events, tmp_path / "results.csv", **VARIANTS[variant])
     before = sha256(path)
@@ -102,8 +105,9 @@ def test_every_variant_loads_the_same_rows(events: pl.DataFrame, variant: str,
     assert sha256(path) == before
 
 
-def test_without_duration_column_times_come_from_begin_end(events: pl.DataFrame,
-                                                           tmp_path: Path) -> None:  # fmt: skip
+def test_without_duration_column_times_come_from_begin_end(
+    events: pl.DataFrame, tmp_path: Path
+) -> None:
     """``DurationNs`` is optional (plain runs have none); a wrong one is not trusted."""
     path = write_results_csv(events, tmp_path / "results.csv", style="stats")
     frame = pl.read_csv(path, infer_schema=False)
@@ -120,8 +124,12 @@ def test_stats_summary_equals_our_totals(events: pl.DataFrame, tmp_path: Path) -
     tl = load(path)
     (summary,) = tl.meta["summaries"]
     assert {k: summary[k] for k in ("kind", "source", "key", "name_column", "rank")} == {
-        "kind": "kernels", "source": "results.stats.csv", "key": "name",
-        "name_column": "raw", "rank": None}  # fmt: skip
+        "kind": "kernels",
+        "source": "results.stats.csv",
+        "key": "name",
+        "name_column": "raw",
+        "rank": None,
+    }
     want = {r["Name"]: (r["Calls"], r["TotalDurationNs"]) for r in stats_rows(events).to_dicts()}
     assert {r["key"]: (r["calls"], r["total_ns"]) for r in summary["rows"]} == want
     assert _per_name(_rows(tl)) == want == _stats_file(stats)
@@ -131,8 +139,10 @@ def test_stats_summary_equals_our_totals(events: pl.DataFrame, tmp_path: Path) -
 
 def test_barrier_packets_left_out_of_the_kernel_summary(tmp_path: Path) -> None:
     path = tmp_path / "results.stats.csv"
-    path.write_text('"Name","Calls","TotalDurationNs","AverageNs","Percentage"\n'
-                    '"k(int)",2,300,150,75.0\n"<barrier packet>",4,100,25,25.0\n')  # fmt: skip
+    path.write_text(
+        '"Name","Calls","TotalDurationNs","AverageNs","Percentage"\n'
+        '"k(int)",2,300,150,75.0\n"<barrier packet>",4,100,25,25.0\n'
+    )
     from tracekit.parsers.rocprof.stats import read_stats
 
     summary = read_stats(path, "kernels")
@@ -144,8 +154,11 @@ def test_rocprofv3_stats_files_become_summaries(events: pl.DataFrame, tmp_path: 
     files = write_rocprofv3_csv(events, tmp_path, "4242")
     tl = load(files["kernel_trace"])
     kinds = {s["source"]: s["kind"] for s in tl.meta["summaries"]}
-    assert kinds == {"4242_kernel_stats.csv": "kernels", "4242_hip_api_stats.csv": "api",
-                     "4242_memory_copy_stats.csv": "copies"}  # fmt: skip
+    assert kinds == {
+        "4242_kernel_stats.csv": "kernels",
+        "4242_hip_api_stats.csv": "api",
+        "4242_memory_copy_stats.csv": "copies",
+    }
     rows = _rows(tl)
     by_kind = {"kernels": ["kernel"], "api": ["api"], "copies": ["memcpy"]}
     for summary in tl.meta["summaries"]:
@@ -167,11 +180,17 @@ FOLDERS = real_files("amd", "rocprof_v1_*")
 def test_real_stats_files_are_summaries_and_agree(folder: Path, reader: str) -> None:
     tl = load(folder / reader if reader else folder)
     summaries = {s["source"]: s for s in tl.meta["summaries"]}
-    assert set(summaries) == {"results.stats.csv", "results.hip_stats.csv",
-                              "results.copy_stats.csv"}  # fmt: skip
+    assert set(summaries) == {
+        "results.stats.csv",
+        "results.hip_stats.csv",
+        "results.copy_stats.csv",
+    }
     rows = _rows(tl)
-    for source, kinds in (("results.stats.csv", ["kernel"]), ("results.hip_stats.csv", ["api"]),
-                          ("results.copy_stats.csv", ["memcpy", "memset"])):  # fmt: skip
+    for source, kinds in (
+        ("results.stats.csv", ["kernel"]),
+        ("results.hip_stats.csv", ["api"]),
+        ("results.copy_stats.csv", ["memcpy", "memset"]),
+    ):
         theirs = {r["key"]: (r["calls"], r["total_ns"]) for r in summaries[source]["rows"]}
         assert theirs == _per_name(rows.filter(pl.col("kind").is_in(kinds)))
         assert theirs == _stats_file(folder / source)
@@ -231,10 +250,14 @@ def test_column_sets_of_every_release(release: str, quoted: bool, tmp_path: Path
 def test_rocprofv2_file_plugin_v1_layout(tmp_path: Path) -> None:
     """rocprofv2's ``file_v1`` plugin: bare header, a blank line after it, no sig/obj,
     DispatchNs and CompleteNs written as 0."""
-    head = ("Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,arch_vgpr,"
-            "accum_vgpr,sgpr,wave_size,DispatchNs,BeginNs,EndNs,CompleteNs")  # fmt: skip
-    rows = [f"{i},k{i % 2},0,0,{i},5,6,64,64,0,0,8,0,16,64,0,{1000 * i},{1000 * i + 300},0"
-            for i in range(1, 5)]  # fmt: skip
+    head = (
+        "Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,arch_vgpr,"
+        "accum_vgpr,sgpr,wave_size,DispatchNs,BeginNs,EndNs,CompleteNs"
+    )
+    rows = [
+        f"{i},k{i % 2},0,0,{i},5,6,64,64,0,0,8,0,16,64,0,{1000 * i},{1000 * i + 300},0"
+        for i in range(1, 5)
+    ]
     path = tmp_path / "results_5.csv"
     path.write_text("\n".join([head, "", *rows]) + "\n")
     got = _rows(load(path))

@@ -41,11 +41,15 @@ CSV_SETS = {
     f"{DOCS}/python_bindings.csv": [f"{DOCS}/python_bindings.csv"],
     f"{DOCS}/kernel_trace_truncated.csv": [f"{DOCS}/kernel_trace_truncated.csv"],
     LLAMA: [f"{LLAMA}/prefill_kernel_trace.csv", f"{LLAMA}/prefill_hip_api_trace.csv"],
-    f"{LLAMA}/decode_kernel_trace.csv": [f"{LLAMA}/decode_kernel_trace.csv",
-                                         f"{LLAMA}/decode_hip_api_trace.csv"],
-    f"{LLAMA}/decode_hip_api_trace.csv": [f"{LLAMA}/decode_kernel_trace.csv",
-                                          f"{LLAMA}/decode_hip_api_trace.csv"],
-}  # fmt: skip
+    f"{LLAMA}/decode_kernel_trace.csv": [
+        f"{LLAMA}/decode_kernel_trace.csv",
+        f"{LLAMA}/decode_hip_api_trace.csv",
+    ],
+    f"{LLAMA}/decode_hip_api_trace.csv": [
+        f"{LLAMA}/decode_kernel_trace.csv",
+        f"{LLAMA}/decode_hip_api_trace.csv",
+    ],
+}
 MARKER_DOMAINS = {"MARKER_CORE_API", "MARKER_CORE_RANGE_API"}
 
 
@@ -135,8 +139,11 @@ def test_markers_ranges_and_instants() -> None:
     assert sorted(markers["name"].cast(str)) == ["after hipLaunchKernel", "before hipLaunchKernel"]
     assert set(markers["dur"]) == {0}
     ranges = df.filter(kind="range")
-    assert sorted(ranges["name"].cast(str)) == ["hipLaunchKernel", "hipLaunchKernel range",
-                                                "hipMemcpy"]  # fmt: skip
+    assert sorted(ranges["name"].cast(str)) == [
+        "hipLaunchKernel",
+        "hipLaunchKernel range",
+        "hipMemcpy",
+    ]
     assert (ranges["dur"] > 0).all() and set(ranges["device"]) == {-1}
 
 
@@ -256,8 +263,12 @@ def test_agent_labels_map_to_gpu_index(tmp_path: Path) -> None:
     assert df.filter(kind="memcpy")["device"].to_list() == [1, 2]
     assert df.filter(kind="memcpy")["engine"].cast(str).to_list() == ["copy", "copy"]
     allocs = df.filter(name="MEMORY_ALLOCATION_ALLOCATE")
-    assert json.loads(allocs["args"][0]) == {"agent": "Agent 2", "device": 0, "bytes": 1024,
-                                             "address": "0x00007f00"}  # fmt: skip
+    assert json.loads(allocs["args"][0]) == {
+        "agent": "Agent 2",
+        "device": 0,
+        "bytes": 1024,
+        "address": "0x00007f00",
+    }
     free = json.loads(df.filter(name="MEMORY_ALLOCATION_FREE")["args"][0])
     assert free["agent"] is None and free["device"] is None
     first = df.filter(kind="kernel").row(0, named=True)
@@ -271,8 +282,10 @@ def test_agent_labels_map_to_gpu_index(tmp_path: Path) -> None:
 def test_old_output_bare_agent_ids_and_no_stream_columns(tmp_path: Path) -> None:
     header = [c for c in KERNEL_HEADER if c not in ("Stream_Id", "Thread_Id", "Dispatch_Id")]
     keep = [i for i, c in enumerate(KERNEL_HEADER) if c in header]
-    rows = [[row[i] for i in keep] for row in (_kernel(1, 1, "k", 1, 10, 30),
-                                                _kernel(1, 2, "k", 2, 20, 25))]  # fmt: skip
+    rows = [
+        [row[i] for i in keep]
+        for row in (_kernel(1, 1, "k", 1, 10, 30), _kernel(1, 2, "k", 2, 20, 25))
+    ]
     path = _write(tmp_path / "old_kernel_trace.csv", header, rows)
     timeline = ROCPROFV3_CSV.parse(path)
     df = timeline.df
@@ -282,8 +295,10 @@ def test_old_output_bare_agent_ids_and_no_stream_columns(tmp_path: Path) -> None
 
 
 def test_regenerated_csv_guid_column_and_quote_all(tmp_path: Path) -> None:
-    rows = [["0000-guid", "HIP_RUNTIME_API_EXT", "hipMalloc", 5, 6, 1, 100, 180],
-            ["0000-guid", "MARKER_CORE_API", "step 1", 5, 6, 2, 150, 150]]  # fmt: skip
+    rows = [
+        ["0000-guid", "HIP_RUNTIME_API_EXT", "hipMalloc", 5, 6, 1, 100, 180],
+        ["0000-guid", "MARKER_CORE_API", "step 1", 5, 6, 2, 150, 150],
+    ]
     path = _write(tmp_path / "from_rocpd.csv", ["Guid", *API_HEADER], rows, quote_all=True)
     assert ROCPROFV3_CSV.sniff(Probe(path))
     df = ROCPROFV3_CSV.parse(path).df
@@ -409,13 +424,16 @@ def test_json_sample_equals_json_module() -> None:
 
 
 def _tool(records: dict[str, list[dict]], messages: list[dict] | None = None) -> dict:
-    kinds = [("NONE", []), ("HIP_RUNTIME_API_EXT", ["hipMalloc", "hipLaunchKernel"]),
-             ("MARKER_CORE_API", ["roctxMarkA", "roctxRangePushA", "roctxRangePop"]),
-             ("MEMORY_COPY", ["MEMORY_COPY_NONE", "MEMORY_COPY_HOST_TO_DEVICE"]),
-             ("KERNEL_DISPATCH", ["KERNEL_DISPATCH_NONE", "KERNEL_DISPATCH_COMPLETE"]),
-             ("MEMORY_ALLOCATION", ["MEMORY_ALLOCATION_NONE", "MEMORY_ALLOCATION_ALLOCATE"]),
-             ("SCRATCH_MEMORY", ["SCRATCH_MEMORY_NONE", "SCRATCH_MEMORY_ALLOC"]),
-             ("RCCL_API", ["ncclAllReduce"])]  # fmt: skip
+    kinds = [
+        ("NONE", []),
+        ("HIP_RUNTIME_API_EXT", ["hipMalloc", "hipLaunchKernel"]),
+        ("MARKER_CORE_API", ["roctxMarkA", "roctxRangePushA", "roctxRangePop"]),
+        ("MEMORY_COPY", ["MEMORY_COPY_NONE", "MEMORY_COPY_HOST_TO_DEVICE"]),
+        ("KERNEL_DISPATCH", ["KERNEL_DISPATCH_NONE", "KERNEL_DISPATCH_COMPLETE"]),
+        ("MEMORY_ALLOCATION", ["MEMORY_ALLOCATION_NONE", "MEMORY_ALLOCATION_ALLOCATE"]),
+        ("SCRATCH_MEMORY", ["SCRATCH_MEMORY_NONE", "SCRATCH_MEMORY_ALLOC"]),
+        ("RCCL_API", ["ncclAllReduce"]),
+    ]
     return {"rocprofiler-sdk-tool": [{
         "metadata": {"pid": 42, "init_time": 1, "fini_time": 2, "command": ["python", "x.py"],
                      "node": {"hostname": "h"}, "config": {"kernel_rename": False}},
@@ -516,8 +534,9 @@ def test_json_truncated_and_garbage(tmp_path: Path) -> None:
 
 def test_json_sniff_rejects_other_json(tmp_path: Path) -> None:
     kineto = tmp_path / "k.json"
-    kineto.write_text(json.dumps({"schemaVersion": 1, "rocprofiler-sdk_version": "1.0",
-                                  "traceEvents": []}))  # fmt: skip
+    kineto.write_text(
+        json.dumps({"schemaVersion": 1, "rocprofiler-sdk_version": "1.0", "traceEvents": []})
+    )
     config = tmp_path / "c.json"
     config.write_text(json.dumps({"model": "x", "note": "rocprofiler-sdk-tool"}))
     assert not ROCPROFV3_JSON.sniff(Probe(kineto)) and not ROCPROFV3_JSON.sniff(Probe(config))
@@ -537,13 +556,21 @@ def test_args_written_per_pattern_equal_every_row(monkeypatch: pytest.MonkeyPatc
     from tracekit.parsers.rocprof.args import INT, STR, Field, json_args
 
     n = 60_000
-    frame = pl.DataFrame({
-        "x": [i % 7 for i in range(n)], "y": [None if i % 11 == 0 else 1 for i in range(n)],
-        "s": [i % 3 for i in range(n)], "t": [f"q\"{i % 5}é" for i in range(n)],
-        "o": [i if i % 13 == 0 else None for i in range(n)],
-    })  # fmt: skip
-    fields = [Field("grid", ("x", "y"), INT, True), Field("stream", "s", INT, True),
-              Field("text", "t", STR, True), Field("opt", "o")]  # fmt: skip
+    frame = pl.DataFrame(
+        {
+            "x": [i % 7 for i in range(n)],
+            "y": [None if i % 11 == 0 else 1 for i in range(n)],
+            "s": [i % 3 for i in range(n)],
+            "t": [f'q"{i % 5}é' for i in range(n)],
+            "o": [i if i % 13 == 0 else None for i in range(n)],
+        }
+    )
+    fields = [
+        Field("grid", ("x", "y"), INT, True),
+        Field("stream", "s", INT, True),
+        Field("text", "t", STR, True),
+        Field("opt", "o"),
+    ]
 
     def every_row(df: pl.DataFrame, *fs: Field, split: int | None = None) -> pa.Array:
         with monkeypatch.context() as m:
@@ -552,13 +579,19 @@ def test_args_written_per_pattern_equal_every_row(monkeypatch: pytest.MonkeyPatc
 
     direct = every_row(frame, *fields)
     assert json_args(frame, *fields).equals(direct)
-    assert json.loads(direct[0].as_py()) == {"grid": [0, None], "stream": 0, "text": 'q"0é',
-                                             "opt": 0}  # fmt: skip
+    assert json.loads(direct[0].as_py()) == {
+        "grid": [0, None],
+        "stream": 0,
+        "text": 'q"0é',
+        "opt": 0,
+    }
     assert json.loads(direct[1].as_py()) == {"grid": [1, 1], "stream": 1, "text": 'q"1é'}
     # one piece repeats, the other is distinct per row: written in two pieces
     wide = frame.with_columns(d=pl.int_range(n))
-    for split_fields in ([*fields[:3], Field("id", "d", INT, True)],
-                         [Field("id", "d", INT, True), *fields[:3]]):  # fmt: skip
+    for split_fields in (
+        [*fields[:3], Field("id", "d", INT, True)],
+        [Field("id", "d", INT, True), *fields[:3]],
+    ):
         for split in (1, 2):
             want = every_row(wide, *split_fields, split=split)
             assert json_args(wide, *split_fields, split=split).equals(want)

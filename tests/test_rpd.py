@@ -61,8 +61,9 @@ def _device_truth(db: Path) -> pl.DataFrame:
         rows, schema=["ts", "dur", "name", "device", "stream", "type", "corr"], orient="row"
     )
     kind = pl.col("type").replace_strict(KIND_OF, default="memcpy", return_dtype=pl.String)
-    return frame.with_columns(kind=kind).select("ts", "dur", "kind", "name", "device", "stream",
-                                                "corr")  # fmt: skip
+    return frame.with_columns(kind=kind).select(
+        "ts", "dur", "kind", "name", "device", "stream", "corr"
+    )
 
 
 @pytest.mark.parametrize("source", ["matmul", "mytrace"])
@@ -87,8 +88,11 @@ def test_matmul_counts_and_totals() -> None:
     tl = load(MATMUL)
     by_kind = dict(_rows(tl).group_by("kind").agg(pl.len()).rows())
     assert by_kind == {"api": 120, "kernel": 29, "memcpy": 55, "memset": 1, "range": 5}
-    ops = sql_rows(MATMUL, "SELECT k.string, count(*), sum(o.end - o.start) FROM rocpd_op o"
-                           " JOIN rocpd_string k ON k.id = o.opType_id GROUP BY 1")  # fmt: skip
+    ops = sql_rows(
+        MATMUL,
+        "SELECT k.string, count(*), sum(o.end - o.start) FROM rocpd_op o"
+        " JOIN rocpd_string k ON k.id = o.opType_id GROUP BY 1",
+    )
     assert dict((t, (n, s)) for t, n, s in ops)["KernelExecution"] == (29, 26_399_795)
     kernels = _rows(tl).filter(pl.col("kind") == "kernel")
     assert (kernels.height, kernels["dur"].sum()) == (29, 26_399_795)
@@ -100,8 +104,12 @@ def test_matmul_counts_and_totals() -> None:
                                          "workgroup": [256, 1, 1], "lds": 0, "scratch": 0,
                                          "hip_stream": "0x0"}  # fmt: skip
     copy = _rows(tl).filter(pl.col("kind") == "memcpy").sort("ts").row(0, named=True)
-    assert json.loads(copy["args"]) == {"op_type": "CopyHostToDevice", "bytes": 2_000_000_000,
-                                        "copy_kind": "HtoD", "hip_stream": "0x0"}  # fmt: skip
+    assert json.loads(copy["args"]) == {
+        "op_type": "CopyHostToDevice",
+        "bytes": 2_000_000_000,
+        "copy_kind": "HtoD",
+        "hip_stream": "0x0",
+    }
     # a launch links its call and its op by the call's id
     call = _rows(tl).filter(pl.col("corr") == first["corr"], pl.col("kind") == "api")
     assert call["name"].to_list() == ["hipExtModuleLaunchKernel"]
@@ -110,9 +118,12 @@ def test_matmul_counts_and_totals() -> None:
 def test_mytrace_roctx_graphs_and_links(mytrace_db: Path) -> None:
     tl = load(MYTRACE)
     rows = _rows(tl)
-    marks = sql_rows(mytrace_db, "SELECT count(*), sum(a.start < a.end) FROM rocpd_api a JOIN"
-                                 " rocpd_string s ON s.id = a.apiName_id AND s.string ="
-                                 " 'UserMarker'")[0]  # fmt: skip
+    marks = sql_rows(
+        mytrace_db,
+        "SELECT count(*), sum(a.start < a.end) FROM rocpd_api a JOIN"
+        " rocpd_string s ON s.id = a.apiName_id AND s.string ="
+        " 'UserMarker'",
+    )[0]
     roctx = rows.filter(pl.col("kind").is_in(["range", "marker"]), pl.col("corr").is_null())
     named = roctx.filter(~pl.col("name").str.contains("::writeRows|hcc_activity|rpdflush"))
     assert marks == (11_884, 11_884)
@@ -122,9 +133,12 @@ def test_mytrace_roctx_graphs_and_links(mytrace_db: Path) -> None:
     assert named.filter(pl.col("name") == "aten::empty").height == sql_rows(
         mytrace_db, "SELECT count(*) FROM rocpd_api a JOIN rocpd_string s ON s.id = a.args_id"
         " WHERE s.string = 'aten::empty'")[0][0]  # fmt: skip
-    graph = sql_rows(mytrace_db, "SELECT l.api_id, count(*) FROM rocpd_api_ops l JOIN rocpd_api a"
-                                 " ON a.id = l.api_id JOIN rocpd_string s ON s.id = a.apiName_id"
-                                 " WHERE s.string = 'hipGraphLaunch' GROUP BY 1")  # fmt: skip
+    graph = sql_rows(
+        mytrace_db,
+        "SELECT l.api_id, count(*) FROM rocpd_api_ops l JOIN rocpd_api a"
+        " ON a.id = l.api_id JOIN rocpd_string s ON s.id = a.apiName_id"
+        " WHERE s.string = 'hipGraphLaunch' GROUP BY 1",
+    )
     per_corr = dict(rows.filter(pl.col("device") >= 0).group_by("corr").agg(pl.len()).rows())
     assert len(graph) == 20 and all(per_corr[api] == n for api, n in graph)
     assert max(n for _, n in graph) == 418
@@ -157,11 +171,13 @@ SCENARIOS = [
 @pytest.mark.parametrize("version", ["2", "3"])
 @pytest.mark.parametrize(("session", "gpu_offset"), [(0, 0), (1, 2)])
 @pytest.mark.parametrize("knobs", SCENARIOS, ids=["small", "faults"])
-def test_fixture_round_trip(version: str, session: int, gpu_offset: int, knobs: dict,
-                            tmp_path: Path) -> None:  # fmt: skip
+def test_fixture_round_trip(
+    version: str, session: int, gpu_offset: int, knobs: dict, tmp_path: Path
+) -> None:
     events = build_scenario(**knobs).events
-    path = write_rpd(events, tmp_path / "trace.rpd", version=version, session=session,
-                     gpu_offset=gpu_offset)  # fmt: skip
+    path = write_rpd(
+        events, tmp_path / "trace.rpd", version=version, session=session, gpu_offset=gpu_offset
+    )
     assert [p.name for p in registry() if p.sniff(Probe(path))] == ["rpd"]
     tl = load(path)
     assert tl.validate() == [] and tl.meta["warnings"] == []
@@ -179,19 +195,27 @@ def test_fixture_tables_as_the_tracer_writes_them(tmp_path: Path) -> None:
     events = build_scenario(steps=1, layers=1).events
     v2 = write_rpd(events, tmp_path / "v2.rpd", version="2", session=1)
     v3 = write_rpd(events, tmp_path / "v3.rpd", version="3")
-    assert sql_rows(v2, "SELECT typeof(width), typeof(codeObject_id) FROM rocpd_copyapi,"
-                        " rocpd_kernelapi LIMIT 1") == [("text", "text")]  # fmt: skip
-    assert sql_rows(v2, "SELECT min(a.id) FROM rocpd_api a JOIN rocpd_string s ON"
-                        " s.id = a.apiName_id WHERE s.string = 'UserMarker'")[0][0] == (
-        (1 << 32) + (1 << 31) + 1)  # fmt: skip
+    assert sql_rows(
+        v2,
+        "SELECT typeof(width), typeof(codeObject_id) FROM rocpd_copyapi, rocpd_kernelapi LIMIT 1",
+    ) == [("text", "text")]
+    assert sql_rows(
+        v2,
+        "SELECT min(a.id) FROM rocpd_api a JOIN rocpd_string s ON"
+        " s.id = a.apiName_id WHERE s.string = 'UserMarker'",
+    )[0][0] == ((1 << 32) + (1 << 31) + 1)
     assert sql_rows(v3, "SELECT value FROM rocpd_metadata WHERE tag = 'schema_version'") == [("3",)]
-    assert sql_rows(v3, "SELECT count(*) FROM rocpd_api WHERE args_id NOT IN"
-                        " (SELECT id FROM rocpd_ustring)") == [(0,)]  # fmt: skip
+    assert sql_rows(
+        v3, "SELECT count(*) FROM rocpd_api WHERE args_id NOT IN (SELECT id FROM rocpd_ustring)"
+    ) == [(0,)]
     for db in (v2, v3):  # the schema's own views work on the rows
         kernels = sql_rows(db, "SELECT count(*), sum(duration) FROM kernel")[0]
-        ops = sql_rows(db, "SELECT count(*), sum(o.end - o.start) FROM rocpd_op o JOIN"
-                           " rocpd_string k ON k.id = o.opType_id AND k.string ="
-                           " 'KernelExecution'")[0]  # fmt: skip
+        ops = sql_rows(
+            db,
+            "SELECT count(*), sum(o.end - o.start) FROM rocpd_op o JOIN"
+            " rocpd_string k ON k.id = o.opType_id AND k.string ="
+            " 'KernelExecution'",
+        )[0]
         assert kernels == ops and kernels[0] > 0
 
 
@@ -220,8 +244,12 @@ def test_schema_v1_arguments_on_ops(tmp_path: Path) -> None:
     want = expected_rpd(events)
     got = _rows(tl).select(want.columns).sort("ts", "kind", "name", "corr", nulls_last=True)
     assert got.equals(want)
-    args = [json.loads(a) for a in got.join(_rows(tl), on=["ts", "name", "kind"]).filter(
-        pl.col("kind") == "kernel")["args"]]  # fmt: skip
+    args = [
+        json.loads(a)
+        for a in got.join(_rows(tl), on=["ts", "name", "kind"]).filter(pl.col("kind") == "kernel")[
+            "args"
+        ]
+    ]
     assert all({"grid", "workgroup", "lds"} <= set(a) for a in args)
 
 
@@ -289,9 +317,11 @@ def test_rpd_missing_its_string_table(tmp_path: Path) -> None:
     path = tmp_path / "t.rpd"
     shutil.copyfile(MATMUL, path)
     con = sqlite3.connect(path)
-    con.executescript("DROP VIEW api; DROP VIEW op; DROP VIEW kernel; DROP VIEW top;"
-                      " DROP VIEW ktop; DROP VIEW copy; DROP VIEW copyop; DROP VIEW busy;"
-                      " DROP TABLE rocpd_string;")  # fmt: skip
+    con.executescript(
+        "DROP VIEW api; DROP VIEW op; DROP VIEW kernel; DROP VIEW top;"
+        " DROP VIEW ktop; DROP VIEW copy; DROP VIEW copyop; DROP VIEW busy;"
+        " DROP TABLE rocpd_string;"
+    )
     con.commit()
     con.close()
     with pytest.raises(TraceError) as exc:

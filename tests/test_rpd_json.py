@@ -58,8 +58,11 @@ def test_current_format_equals_the_rpd() -> None:
     tl, ref = load(HEAD_JSON), load(RPD)
     assert tl.validate() == [] and tl.meta["warnings"] == []
     assert tl.meta["format"] == "rpd2tracing-json"
-    assert tl.meta["clock"] == ref.meta["clock"] == {"domain": "CLOCK_MONOTONIC",
-                                                     "zero_ns": 8_306_017_478_773_569}  # fmt: skip
+    assert (
+        tl.meta["clock"]
+        == ref.meta["clock"]
+        == {"domain": "CLOCK_MONOTONIC", "zero_ns": 8_306_017_478_773_569}
+    )
     assert [(d["index"], d["vendor"]) for d in tl.meta["devices"]] == [(2, "AMD")]
     a, b = _rows(ref), _rows(tl)
     assert b.select(COLUMNS).sort(COLUMNS).equals(a.select(COLUMNS).sort(COLUMNS))
@@ -101,8 +104,9 @@ def test_writer_repeats_the_real_output_line_for_line(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("layout", "fractional"), [("object", True), ("array", False)])
 @pytest.mark.parametrize("version", ["2", "3"])
-def test_fixture_json_equals_its_rpd(layout: str, fractional: bool, version: str,
-                                     tmp_path: Path) -> None:  # fmt: skip
+def test_fixture_json_equals_its_rpd(
+    layout: str, fractional: bool, version: str, tmp_path: Path
+) -> None:
     events = build_scenario(steps=3, layers=2, exposed_all_to_all=True).events
     rpd = write_rpd(events, tmp_path / "t.rpd", version=version, session=1)
     path = write_rpd2tracing(rpd, tmp_path / "t.json", layout=layout, fractional=fractional)
@@ -112,8 +116,7 @@ def test_fixture_json_equals_its_rpd(layout: str, fractional: bool, version: str
     a, b = _rows(ref), _rows(tl)
     if not fractional:
         a = a.with_columns(ts=pl.col("ts") // 1000 * 1000, dur=pl.col("dur") // 1000 * 1000)
-    assert _without_frames(b).select(COLUMNS).sort(COLUMNS).equals(
-        a.select(COLUMNS).sort(COLUMNS))  # fmt: skip
+    assert _without_frames(b).select(COLUMNS).sort(COLUMNS).equals(a.select(COLUMNS).sort(COLUMNS))
     on = ["ts", "name", "device", "stream"]
     ops = b.filter(pl.col("device") >= 0, pl.col("kind") != "range")
     assert ops["corr"].null_count() == 0
@@ -174,8 +177,10 @@ def test_truncated_json(tmp_path: Path) -> None:
 
 def test_json_without_rows(tmp_path: Path) -> None:
     path = tmp_path / "t.json"
-    path.write_text('{"traceEvents": [ {}\n,{"name": "process_name", "ph": "M", "pid":"2",'
-                    '"args":{"name":"GPU2"}}\n]\n} \n')  # fmt: skip
+    path.write_text(
+        '{"traceEvents": [ {}\n,{"name": "process_name", "ph": "M", "pid":"2",'
+        '"args":{"name":"GPU2"}}\n]\n} \n'
+    )
     assert RPD_JSON.sniff(Probe(path))
     with pytest.raises(TraceError) as exc:
         load(path)

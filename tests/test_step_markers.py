@@ -127,21 +127,29 @@ def test_sglang_scheduler_iterations_hold_their_forward_spans() -> None:
     """With speculative decoding one scheduler.run_batch holds a verify and draft forwards:
     the iteration is the step, its phase comes from the spans inside it."""
     rows = [
-        _range(0, 1000, "scheduler.run_batch"), _range(1000, 1000, "scheduler.run_batch"),
+        _range(0, 1000, "scheduler.run_batch"),
+        _range(1000, 1000, "scheduler.run_batch"),
         _range(10, 300, "step[EXTEND bs=2 toks=700]"),
-        _range(1010, 200, "step[TARGET_VERIFY bs=8]"), _range(1300, 100, "step[DECODE bs=8]"),
-        _kernel(20), _kernel(1020),
-    ]  # fmt: skip
+        _range(1010, 200, "step[TARGET_VERIFY bs=8]"),
+        _range(1300, 100, "step[DECODE bs=8]"),
+        _kernel(20),
+        _kernel(1020),
+    ]
     steps = find_steps(_df(rows))
     assert (len(steps), steps.phase_method) == (2, "marker")
     assert steps.ranges.select("label", "phase").rows() == [
-        ("scheduler.run_batch", "prefill"), ("scheduler.run_batch", "decode")]  # fmt: skip
+        ("scheduler.run_batch", "prefill"),
+        ("scheduler.run_batch", "decode"),
+    ]
 
 
 def test_open_ended_engine_markers_run_to_the_next_one() -> None:
     # vLLM's annotation covers execute_model; sampling launches after it belong to its step
-    rows = [_range(0, 100, "execute_context_0(0)_generation_8(8)"),
-            _range(500, 100, "execute_context_0(0)_generation_8(8)"), _kernel(10)]  # fmt: skip
+    rows = [
+        _range(0, 100, "execute_context_0(0)_generation_8(8)"),
+        _range(500, 100, "execute_context_0(0)_generation_8(8)"),
+        _kernel(10),
+    ]
     assert find_steps(_df(rows)).ranges.select("start", "end").rows() == [(0, 500), (500, 600)]
     closed = [_range(0, 100, "ProfilerStep#1"), _range(500, 100, "ProfilerStep#2"), _kernel(10)]
     assert find_steps(_df(closed)).ranges.select("start", "end").rows() == [(0, 100), (500, 600)]
@@ -150,8 +158,11 @@ def test_open_ended_engine_markers_run_to_the_next_one() -> None:
 def test_a_marker_on_host_and_device_is_one_step() -> None:
     name = "execute_context_0(0)_generation_8(8)"
     host = [_range(0, 100, name), _range(200, 100, name)]
-    device = [_range(15, 60, name, device=0), _range(16, 50, name, device=0),  # two streams
-              _range(215, 60, name, device=0)]  # fmt: skip
+    device = [
+        _range(15, 60, name, device=0),
+        _range(16, 50, name, device=0),  # two streams
+        _range(215, 60, name, device=0),
+    ]
     steps = find_steps(_df([*host, *device, _kernel(20), _kernel(220)]))
     assert (len(steps), steps.by_device_time) == (2, False)
     only_device = find_steps(_df([*device, _kernel(20), _kernel(220)]))
@@ -175,20 +186,29 @@ def test_markers_without_numbers_borrow_them_from_the_engine_markers_inside() ->
     # engine markers nested in each of its ranges
     frame = "vllm/v1/worker/gpu_model_runner.py(3380): execute_model"
     rows = [
-        _range(0, 100, frame, kind="op"), _range(200, 100, frame, kind="op"),
-        _range(10, 50, "gpu_model_runner: forward"), _range(210, 50, "gpu_model_runner: forward"),
-    ]  # fmt: skip
+        _range(0, 100, frame, kind="op"),
+        _range(200, 100, frame, kind="op"),
+        _range(10, 50, "gpu_model_runner: forward"),
+        _range(210, 50, "gpu_model_runner: forward"),
+    ]
     ranges = marker_ranges(_df(rows), next(m for m in MARKERS if m.family == "python"), True)
     assert ranges.height == 2
-    inner = [_range(10, 50, "step[EXTEND bs=2 toks=900]"), _range(210, 20, "step[DECODE bs=9]"),
-             _range(240, 20, "step[DECODE bs=9]")]  # fmt: skip
+    inner = [
+        _range(10, 50, "step[EXTEND bs=2 toks=900]"),
+        _range(210, 20, "step[DECODE bs=9]"),
+        _range(240, 20, "step[DECODE bs=9]"),
+    ]
     borrowed = borrow_phases(_df([*rows, *inner]), ranges, True)
     assert borrowed.select("phase", "tokens").rows() == [("prefill", 900), ("decode", None)]
 
 
 def test_user_marker_matches_device_ranges_when_the_host_has_none() -> None:
-    rows = [_range(5, 50, "my step", device=0), _range(105, 50, "my step", device=0),
-            _kernel(10), _kernel(110)]  # fmt: skip
+    rows = [
+        _range(5, 50, "my step", device=0),
+        _range(105, 50, "my step", device=0),
+        _kernel(10),
+        _kernel(110),
+    ]
     steps = find_steps(_df(rows), marker="^my step$")
     assert (len(steps), steps.by_device_time, steps.detail) == (
         2,

@@ -231,8 +231,10 @@ def test_piecewise_graph_launches_group_by_host_synchronisation() -> None:
         t = step * 1_000
         for piece in range(5):  # five graph launches per step, no wait between them
             corr += 1
-            rows += [_api(t + 100 * piece, corr, "cudaGraphLaunch"),
-                     _kernel(t + 100 * piece + 20, 50, corr)]  # fmt: skip
+            rows += [
+                _api(t + 100 * piece, corr, "cudaGraphLaunch"),
+                _kernel(t + 100 * piece + 20, 50, corr),
+            ]
         rows.append(_api(t + 600, 900 + step, "cudaStreamSynchronize", dur=150))
     steps = find_steps(_frame(rows))
     assert (steps.method, steps.confidence, len(steps)) == ("graph", "medium", 4)
@@ -244,9 +246,11 @@ def test_piecewise_graph_launches_group_by_host_synchronisation() -> None:
 def test_one_graph_launch_per_step_when_nothing_groups_them() -> None:
     rows = []
     for step in range(4):
-        rows += [_api(step * 1_000, step + 1, "hipGraphLaunch"),
-                 _api(step * 1_000 + 500, 90 + step, "hipStreamSynchronize", dur=100),
-                 _kernel(step * 1_000 + 20, 50, step + 1)]  # fmt: skip
+        rows += [
+            _api(step * 1_000, step + 1, "hipGraphLaunch"),
+            _api(step * 1_000 + 500, 90 + step, "hipStreamSynchronize", dur=100),
+            _kernel(step * 1_000 + 20, 50, step + 1),
+        ]
     steps = find_steps(_frame(rows))
     assert (steps.method, len(steps)) == ("graph", 4)
     assert "one launch per step" in steps.detail
@@ -268,9 +272,13 @@ def test_rows_without_a_launch_go_to_the_device_window_that_holds_them() -> None
     steps = find_steps(_frame(rows))
     work = assign(_frame(rows), steps).sort("ts")
     assert work.select("name", "step", "placed").rows() == [
-        ("k", 0, "launch"), ("k", 0, "launch"), ("hcom_allReduce", 0, "device_window"),
-        ("k", 1, "launch"), ("k", 1, "launch"), ("hcom_allGather", 1, "device_window"),
-    ]  # fmt: skip
+        ("k", 0, "launch"),
+        ("k", 0, "launch"),
+        ("hcom_allReduce", 0, "device_window"),
+        ("k", 1, "launch"),
+        ("k", 1, "launch"),
+        ("hcom_allGather", 1, "device_window"),
+    ]
     assert windows(work).select("step", "start", "end").rows() == [(0, 50, 140), (1, 140, 200)]
 
 
@@ -278,8 +286,11 @@ def test_the_step_the_export_names_comes_before_the_device_window() -> None:
     rows = [
         (0, 100, "op", "ProfilerStep#6", -1, None, 0, None, None),
         (100, 100, "op", "ProfilerStep#7", -1, None, 0, None, None),
-        _api(10, 1), _api(110, 2), _kernel(50, 40, 1), _kernel(140, 40, 2),
-    ]  # fmt: skip
+        _api(10, 1),
+        _api(110, 2),
+        _kernel(50, 40, 1),
+        _kernel(140, 40, 2),
+    ]
     task = _frame([_kernel(150, 10, None, stream=21, name="hcom")]).with_columns(
         args=pl.lit('{"step":6}')
     )
@@ -292,10 +303,12 @@ def test_rows_before_every_window_fall_back_to_host_time_and_say_so() -> None:
     rows = [
         (0, 10_000, "range", "ProfilerStep#0", -1, None, 0, None, None),
         (10_000, 10_000, "range", "ProfilerStep#1", -1, None, 0, None, None),
-        _api(100, 1), _api(10_100, 2),
+        _api(100, 1),
+        _api(10_100, 2),
         _kernel(9_000, 900, None),  # runs before any launched row: host time only
-        _kernel(12_000, 100, 1), _kernel(15_000, 1_000, 2),  # the host is a step ahead
-    ]  # fmt: skip
+        _kernel(12_000, 100, 1),
+        _kernel(15_000, 1_000, 2),  # the host is a step ahead
+    ]
     df = _frame(rows)
     steps = find_steps(df)
     work = assign(df, steps)

@@ -59,8 +59,12 @@ def test_user_marker_wins_and_bad_markers_fail() -> None:
 
 
 def test_nested_markers_keep_the_outermost() -> None:
-    rows = [_range(0, 100, "decode_step 0"), _range(10, 20, "decode_step inner"),
-            _range(150, 50, "decode_step 1"), _kernel(5, 5, None)]  # fmt: skip
+    rows = [
+        _range(0, 100, "decode_step 0"),
+        _range(10, 20, "decode_step inner"),
+        _range(150, 50, "decode_step 1"),
+        _kernel(5, 5, None),
+    ]
     assert find_steps(_df(rows)).ranges.select("start", "end").rows() == [(0, 100), (150, 200)]
 
 

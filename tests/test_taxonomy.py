@@ -65,8 +65,10 @@ def test_fallbacks_by_vendor_engine_and_name() -> None:
 
 def test_user_patterns_come_first(tmp_path: Path) -> None:
     extra = tmp_path / "mine.toml"
-    extra.write_text('[[category]]\nmatch = "^my_fused_ar"\ncategory = "comm"\nfused_comm = true\n'
-                     '[[fallback]]\nmatch = "slow_path"\n')  # fmt: skip
+    extra.write_text(
+        '[[category]]\nmatch = "^my_fused_ar"\ncategory = "comm"\nfused_comm = true\n'
+        '[[fallback]]\nmatch = "slow_path"\n'
+    )
     table = load_patterns(extra)
     out = classify(_rows(["my_fused_ar_kernel", "gemm_slow_path"]), "nvidia", table)
     assert out.select("category", "is_fused_comm", "is_comm", "is_fallback").rows() == [
