@@ -22,7 +22,18 @@ def severity_rank(severity: str) -> int:
 
 @dataclass
 class Finding:
-    """One thing a rule found: where (rank, device, step), how bad, and the evidence."""
+    """One pattern a rule found, across the steps and ranks where it occurs: what it costs
+    over the whole trace and what to do about it.
+
+    ``pattern`` is a stable key within the rule (the same fallback chain, the same exposed
+    collective, the same bubble cause between the same two kernels …): two traces' findings
+    with equal ``(rule, pattern)`` describe the same thing. ``steps`` and ``ranks`` list
+    where it occurs; ``impact_ns`` is the most that fixing it could save over the trace (each
+    rule documents its formula) and ``impact_share`` that time over the summed step time;
+    ``stats`` holds per-step statistics of its metrics (``{"median", "p90", "max"}`` each);
+    ``step``/``rank``/``device`` name the worst step, whose ``metrics`` and ``evidence`` are
+    given; ``advice`` says what to change.
+    """
 
     rule: str
     severity: str
@@ -33,10 +44,24 @@ class Finding:
     device: int | None = None
     metrics: dict[str, float | int | None] = field(default_factory=dict)
     evidence: dict[str, Any] = field(default_factory=dict)
+    pattern: str = ""
+    steps: list[int] = field(default_factory=list)
+    ranks: list[int] = field(default_factory=list)
+    impact_ns: int = 0
+    impact_share: float | None = None
+    stats: dict[str, dict[str, float]] = field(default_factory=dict)
+    advice: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return asdict(self)
+
+
+def ranked(findings: list[Finding]) -> list[Finding]:
+    """Findings by impact, largest first; ties by severity, rule and pattern."""
+    return sorted(
+        findings, key=lambda f: (-f.impact_ns, severity_rank(f.severity), f.rule, f.pattern)
+    )
 
 
 @dataclass
