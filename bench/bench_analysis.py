@@ -67,16 +67,19 @@ def run_once(tl: Timeline) -> dict[str, float]:
     metrics = step_metrics(work, wins, in_windows=in_windows, ranges=steps.ranges)
     times["metrics"] = time.perf_counter() - t
     ctx = Context(rows, work, in_windows, wins, metrics, steps, tl.meta)
+    findings = 0
     for rule in select(None):
         t = time.perf_counter()
         found = rule.run(ctx)
         times[f"rule {rule.id} ({len(found)} findings)"] = time.perf_counter() - t
+        findings += len(found)
     if run_checks is not None:  # tracekit before its checks: no such phase
         t = time.perf_counter()
         checks = run_checks(rows, work, wins, metrics, steps, tl.meta, guessed, in_windows)
         times[f"checks ({len(checks)})"] = time.perf_counter() - t
     times["total"] = sum(times.values())
     times["_steps"] = len(steps)
+    times["_findings"] = findings
     return times
 
 
@@ -90,7 +93,7 @@ def main() -> None:
     dev = tl.df.filter(pl.col("kind").cast(pl.String).is_in(["kernel", "memcpy", "memset"]))
     print(f"timeline: {len(tl):,} rows ({dev.height:,} device rows)")
     runs = [run_once(tl) for _ in range(args.repeat)]
-    print(f"steps: {runs[0]['_steps']:,}")
+    print(f"steps: {runs[0]['_steps']:,}; findings: {runs[0]['_findings']:,}")
     for key in runs[0]:
         if not key.startswith("_"):
             print(f"  {key:40} {statistics.median(r[key] for r in runs):7.2f} s")

@@ -1,6 +1,6 @@
 """analyze() on Ascend: the 910B samples against torch_npu's own step_trace_time, and the
 Ascend rendering of the scenario (torch_npu and PROF_): its step metrics, and nothing found
-when it is clean (each rule's findings: tests/rules/)."""
+but its MC² operators when it is clean (each rule's findings: tests/rules/)."""
 
 from __future__ import annotations
 
@@ -65,8 +65,10 @@ def test_910b_steps_reproduce_torch_npu_step_trace(export: str, level: str, rank
 
 
 @pytest.mark.parametrize("writer", list(ASCEND_WRITERS))
-def test_clean_ascend_scenario_is_silent(tmp_path: Path, writer: str) -> None:
-    assert ascend_analysed(writer, tmp_path / "clean").findings == []
+def test_clean_ascend_scenario_lists_only_its_mc2_operators(tmp_path: Path, writer: str) -> None:
+    found = ascend_analysed(writer, tmp_path / "clean").findings
+    assert {(f.rule, f.severity) for f in found} == {("mc2", "info")}
+    assert len(found) == 3 and all(f.pattern.startswith("fused: ") for f in found)
 
 
 @pytest.mark.parametrize("writer", list(ASCEND_WRITERS))

@@ -80,8 +80,10 @@ def test_analyze_json_and_options_on_the_command_line(trace: Path) -> None:
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["steps"]["method"] == "marker" and data["steps"]["count"] == 3
-    assert [f["rule"] for f in data["findings"]] == ["bubbles"]
-    assert data["findings"][0]["metrics"]["largest_bubble_ns"] == 100_000
+    [bubble] = [f for f in data["findings"] if f["rule"] == "bubbles"]
+    assert {f["rule"] for f in data["findings"] if f["severity"] != "info"} == {"bubbles"}
+    assert bubble["metrics"]["largest_bubble_ns"] == bubble["impact_ns"] == 100_000
+    assert bubble["steps"] == [1] and bubble["advice"]
     quiet = run_cli(
         "analyze",
         str(trace),
@@ -91,7 +93,7 @@ def test_analyze_json_and_options_on_the_command_line(trace: Path) -> None:
         "-O",
         "bubbles.report_share=0.5",
     )
-    assert json.loads(quiet.stdout)["findings"] == []
+    assert [f for f in json.loads(quiet.stdout)["findings"] if f["rule"] == "bubbles"] == []
     bad = run_cli("analyze", str(trace), "-O", "bubbles=1")
     assert bad.returncode == 2 and "RULE.KEY=VALUE" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
@@ -121,17 +123,18 @@ def test_every_rule_has_its_test_file() -> None:
 def test_summary_shows_steps_and_findings(trace: Path) -> None:
     done = run_cli("summary", str(trace), "--json")
     data = json.loads(done.stdout)
-    assert len(data["step_metrics"]) == 3 and data["findings"][0]["rule"] == "bubbles"
+    assert len(data["step_metrics"]) == 3 and "bubbles" in {f["rule"] for f in data["findings"]}
     text = run_cli("summary", str(trace)).stdout
-    assert "steps: 3 by marker" in text and "[bubbles] rank 0 dev 0 step 1" in text
+    assert "steps: 3 by marker" in text and "[bubbles]" in text
 
 
 def test_patterns_file_on_the_command_line(trace: Path, tmp_path: Path) -> None:
     mine = tmp_path / "mine.toml"
     mine.write_text('[[fallback]]\nmatch = "nvjet_hsh_256x128"\n')  # the LM head GEMM
     done = run_cli("analyze", str(trace), "--json", "--rules", "fallback", "--patterns", str(mine))
-    found = json.loads(done.stdout)["findings"]
-    assert [f["rule"] for f in found] == ["fallback"] * 3  # one LM head per step
+    [found] = json.loads(done.stdout)["findings"]  # one LM head per step: one pattern
+    assert (found["rule"], found["steps"]) == ("fallback", [0, 1, 2])
+    assert found["pattern"] == "nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_TNN"
     bad = tmp_path / "bad.toml"
     bad.write_text("[[category]]\nmatch = '('\n")
     done = run_cli("analyze", str(trace), "--patterns", str(bad))

@@ -57,10 +57,23 @@ class Finding:
         return asdict(self)
 
 
+# The pattern of a finding that sums a rule's patterns beyond its limit (its
+# ``max_patterns`` option): not one thing to fix, so it ranks after every other finding.
+FOLDED = "(folded)"
+
+
 def ranked(findings: list[Finding]) -> list[Finding]:
-    """Findings by impact, largest first; ties by severity, rule and pattern."""
+    """Findings by impact, largest first; ties by severity, rule and pattern; the findings
+    that fold a rule's smallest patterns (pattern :data:`FOLDED`) last."""
     return sorted(
-        findings, key=lambda f: (-f.impact_ns, severity_rank(f.severity), f.rule, f.pattern)
+        findings,
+        key=lambda f: (
+            f.pattern == FOLDED,
+            -f.impact_ns,
+            severity_rank(f.severity),
+            f.rule,
+            f.pattern,
+        ),
     )
 
 

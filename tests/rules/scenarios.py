@@ -17,7 +17,8 @@ from fixtures.msprof_prof_writer import write_prof
 from fixtures.nsys_writer import write_nsys_sqlite
 from fixtures.rocpd_writer import write_rocpd
 from fixtures.rocprof_csv_writer import write_rocprofv3_csv
-from fixtures.scenario import Scenario, build_scenario
+from fixtures.scenario import KERNELS, Scenario, build_scenario
+from tracekit.model import FOLDED, ranked
 
 
 def _csv(sc: Scenario, tmp: Path) -> Path:
@@ -40,6 +41,10 @@ FAULTS = {
     "bubble": {"idle_bubble_ns": 150_000},
     "unfused": {"unfused_collective": True},
 }
+# The faults planted in some steps only (``fault_steps``), in two vendors' renderings.
+SOME_STEPS = (1, 3)
+PARTIAL = {f"{fault}@some": {**knobs, "fault_steps": SOME_STEPS} for fault, knobs in FAULTS.items()}
+PARTIAL_FORMATS = ("nsys", "rocpd")
 ASCEND_WRITERS: dict[str, Callable[[pl.DataFrame, Path], Path]] = {
     "torch_npu": lambda events, tmp: write_torch_npu(events, tmp),
     "prof": lambda events, tmp: write_prof(events, tmp),
@@ -66,3 +71,50 @@ def ascend_analysed(writer: str, tmp: Path, **knobs: object) -> tracekit.Analysi
 def truth(**knobs: object) -> dict:
     """The ground truth of the scenario with ``knobs`` (the Ascend rendering keeps its times)."""
     return build_scenario(steps=4, layers=4, **knobs).truth
+
+
+def role_ns(sc: Scenario, role: str, steps: tuple[int, ...] | None = None) -> int:
+    """The summed time of the scenario's device rows of ``role`` (in ``steps``, or all)."""
+    return sum(
+        end - start
+        for start, end, _, _, r, step in sc.truth["work"]
+        if r == role and (steps is None or step in steps)
+    )
+
+
+def exposed_role_ns(sc: Scenario, role: str) -> int:
+    """The summed time in which the scenario's device rows of ``role`` ran with no compute
+    kernel (a kernel that does not communicate) beside them: plain interval arithmetic."""
+    work = sc.truth["work"]
+    compute = sorted(
+        (start, end)
+        for start, end, _, kind, r, _ in work
+        if kind == "kernel" and r in KERNELS and not KERNELS[r].comm
+    )
+    union: list[list[int]] = []
+    for start, end in compute:
+        if union and start <= union[-1][1]:
+            union[-1][1] = max(union[-1][1], end)
+        else:
+            union.append([start, end])
+    total = 0
+    for start, end, _, _, r, _ in work:
+        if r == role:
+            covered = sum(max(0, min(end, e) - max(start, s)) for s, e in union)
+            total += end - start - covered
+    return total
+
+
+def of_rule(analysis: tracekit.Analysis, rule: str) -> list[tracekit.Finding]:
+    """The findings of ``rule``, checked for what every finding must have: ranked by impact
+    with the others (folded ones last), a pattern, steps, advice, and its share of the
+    summed step time."""
+    found = analysis.findings
+    assert found == ranked(found)
+    listed = [f.impact_ns for f in found if f.pattern != FOLDED]
+    assert listed == sorted(listed, reverse=True)
+    total = analysis.step_metrics["dur"].sum()
+    for f in found:
+        assert f.pattern and f.steps and f.ranks and f.advice.strip(), f
+        assert f.impact_share == f.impact_ns / total
+    return [f for f in found if f.rule == rule]

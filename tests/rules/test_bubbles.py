@@ -1,5 +1,6 @@
-"""Rule ``bubbles``: a 150 µs host stall before a layer triggers it, each bubble with its
-cause; the clean scenario, launched back to back, does not."""
+"""Rule ``bubbles``: a 150 µs host stall before a layer triggers it, one finding for the
+stall (cause, kernel before, kernel after) listing the steps where it happens; the clean
+scenario, launched back to back, does not."""
 
 from __future__ import annotations
 
@@ -9,29 +10,56 @@ import pytest
 
 import tracekit
 from fixtures.step_truth import step_truth
-from tests.rules.scenarios import WRITERS, Analysed, ascend_analysed, truth
+from tests.rules.scenarios import (
+    PARTIAL_FORMATS,
+    SOME_STEPS,
+    WRITERS,
+    Analysed,
+    ascend_analysed,
+    of_rule,
+    truth,
+)
 from tests.test_steps import _api, _df, _kernel, _range
 from tracekit.metrics.bubbles import attributed_bubbles
+from tracekit.rules.advice import advice
+from tracekit.taxonomy import vendor_of
 from tracekit.timeline import Timeline, build_table
 
 RULE = "bubbles"
+GRAPHS = {"nvidia": "CUDA graphs", "amd": "HIP graphs", "ascend": "ACL graphs"}
 
 
 @pytest.mark.parametrize("fmt", list(WRITERS))
 def test_bubbles_rule_finds_the_host_stall(scenario: Analysed, fmt: str) -> None:
     sc, analysis = scenario(fmt, "bubble")
     [(drained, resume)] = sc.truth["bubbles"]
-    [finding] = analysis.findings
-    assert (finding.rule, finding.step) == (RULE, 2)
-    assert finding.metrics["largest_bubble_ns"] == resume - drained == 150_000
-    assert finding.metrics["bubble_ns"] == step_truth(sc)[2]["bubble_ns"]
-    assert finding.evidence["causes"][0] == "host-bound: launch"
+    [f] = of_rule(analysis, RULE)
+    assert (f.steps, f.step, f.ranks) == ([2], 2, [0])
+    assert f.impact_ns == f.metrics["largest_bubble_ns"] == resume - drained == 150_000
+    assert f.pattern.startswith("host-bound: launch: deep_ep::internode_ll::combine → ")
+    assert f.metrics["bubble_count"] == 1 and f.evidence["causes"] == ["host-bound: launch"]
+    assert f.metrics["bubble_share"] == pytest.approx(150_000 / step_truth(sc)[2]["dur"])
+    vendor = vendor_of(analysis.timeline.meta)
+    assert f.advice == advice(RULE, "host_launch", vendor) and GRAPHS[vendor] in f.advice
+
+
+@pytest.mark.parametrize("fmt", PARTIAL_FORMATS)
+def test_a_stall_in_some_steps_lists_those_steps(scenario: Analysed, fmt: str) -> None:
+    # the same stall in two of four steps: one finding, impact exactly twice the stall
+    sc, analysis = scenario(fmt, "bubble@some")
+    stalls = [resume - drained for drained, resume in sc.truth["bubbles"]]
+    [f] = of_rule(analysis, RULE)
+    assert f.steps == list(SOME_STEPS) and stalls == [150_000] * len(SOME_STEPS)
+    assert f.impact_ns == len(SOME_STEPS) * 150_000
+    assert f.stats["bubble_ns"] == dict.fromkeys(("median", "p90", "max"), 150_000)
 
 
 def test_bubble_on_torch_npu_output(tmp_path: Path) -> None:
     [(drained, resume)] = truth(idle_bubble_ns=150_000)["bubbles"]
-    [f] = ascend_analysed("torch_npu", tmp_path, idle_bubble_ns=150_000).findings
-    assert (f.rule, f.step, f.metrics["largest_bubble_ns"]) == (RULE, 2, resume - drained)
+    analysis = ascend_analysed("torch_npu", tmp_path, idle_bubble_ns=150_000)
+    [f] = of_rule(analysis, RULE)
+    assert (f.steps, f.impact_ns, f.metrics["largest_bubble_ns"]) == ([2], *[resume - drained] * 2)
+    assert f.advice == advice(RULE, "host_launch", "ascend") and GRAPHS["ascend"] in f.advice
 
 
 def test_bubble_causes() -> None:
@@ -62,4 +90,4 @@ def test_bubble_causes() -> None:
 @pytest.mark.parametrize("fmt", list(WRITERS))
 def test_clean_scenario_has_no_bubble(scenario: Analysed, fmt: str) -> None:
     _, analysis = scenario(fmt, "clean")
-    assert [f for f in analysis.findings if f.rule == RULE] == []
+    assert of_rule(analysis, RULE) == []

@@ -1,5 +1,6 @@
-"""Rule ``mc2``: an all-reduce right after the ``o_proj`` GEMM in every layer triggers it;
-the clean scenario, with no such pair, does not."""
+"""Rule ``mc2``: an all-reduce right after the ``o_proj`` GEMM in every layer is one finding
+for the pair, its impact the all-reduces' time; each fused compute-communication operator is
+one info finding with its time; the clean scenario has no pair."""
 
 from __future__ import annotations
 
@@ -7,32 +8,149 @@ from pathlib import Path
 
 import pytest
 
+import tracekit
+from fixtures.ascend_scenario import build_ascend_scenario
 from fixtures.scenario import KERNELS
-from tests.rules.scenarios import ASCEND_WRITERS, WRITERS, Analysed, ascend_analysed
+from tests.rules.scenarios import (
+    ASCEND_CLEAN,
+    ASCEND_WRITERS,
+    PARTIAL_FORMATS,
+    SOME_STEPS,
+    WRITERS,
+    Analysed,
+    exposed_role_ns,
+    of_rule,
+    role_ns,
+)
+from tracekit.rules.advice import advice
+from tracekit.rules.patterns import FOLDED, label
+from tracekit.taxonomy import vendor_of
 
 RULE = "mc2"
+ALL_STEPS = [0, 1, 2, 3]
+MC2_OPS = {  # the Ascend rendering's MC² operators, by the scenario role whose times they keep
+    "dispatch": "fused: aclnnMoeDistributeDispatchV2_MoeDistributeDispatchV2_"
+    "MoeDistributeDispatchV2",
+    "combine": "fused: aclnnMoeDistributeCombineV2_MoeDistributeCombineV2_MoeDistributeCombineV2",
+    "ar_fused": "fused: aclnnMatmulAllReduceAddRmsNorm_MatmulAllReduceAddRmsNorm_"
+    "MatmulAllReduceAddRmsNorm",
+}
+
+
+def _unfused(found: list[tracekit.Finding]) -> list[tracekit.Finding]:
+    return [f for f in found if f.pattern.startswith("unfused: ")]
+
+
+def _fused(found: list[tracekit.Finding]) -> dict[str, tracekit.Finding]:
+    return {f.pattern: f for f in found if f.pattern.startswith("fused: ")}
 
 
 @pytest.mark.parametrize("fmt", list(WRITERS))
-def test_mc2_rule_finds_every_unfused_pair(scenario: Analysed, fmt: str) -> None:
+def test_mc2_rule_finds_the_unfused_pair_once(scenario: Analysed, fmt: str) -> None:
     sc, analysis = scenario(fmt, "unfused")
-    found = [f for f in analysis.findings if f.rule == RULE]
-    assert len(found) == len(analysis.findings) == 4
-    assert sum(f.metrics["pairs"] for f in found) == len(sc.truth["unfused_pairs"]) == 16
-    coll = {c for _, c in sc.truth["unfused_pairs"]}
-    want_ns = sum(e - s for s, e, _, kind, role, _ in sc.truth["work"] if role == "nccl_allreduce")
-    assert sum(f.metrics["collective_ns"] for f in found) == want_ns
-    assert len(coll) == 16 and KERNELS["nccl_allreduce"].comm
+    found = of_rule(analysis, RULE)
+    [f] = _unfused(found)
+    assert len(sc.truth["unfused_pairs"]) == 16 and KERNELS["nccl_allreduce"].comm
+    nvidia = vendor_of(analysis.timeline.meta) == "nvidia"  # ROCm renders other names
+    if nvidia:
+        assert f.pattern == f"unfused: {label(KERNELS['o_proj'].name)} → " + label(
+            KERNELS["nccl_allreduce"].name
+        )
+    assert (f.steps, f.ranks) == (ALL_STEPS, [0])
+    assert f.impact_ns == role_ns(sc, "nccl_allreduce")  # 16 all-reduces, 4 per step
+    per_step = [role_ns(sc, "nccl_allreduce", (s,)) for s in ALL_STEPS]
+    assert (f.step, f.metrics) == (
+        per_step.index(max(per_step)),
+        {"pairs": 4, "collective_ns": max(per_step)},
+    )
+    assert f.stats["count"] == dict.fromkeys(("median", "p90", "max"), 4)
+    assert f.severity == "warning" and 0.01 <= f.impact_share < 0.1
+    kind = "unfused_all_reduce" if nvidia else "unfused"  # RCCL's kernel: ncclDevKernel_Generic
+    assert f.advice == advice(RULE, kind, vendor_of(analysis.timeline.meta))
+    # the fused all-reduce is gone; DeepEP dispatch and combine stay, with their exposed time
+    fused = _fused(found)
+    assert set(fused) == {f"fused: {label(KERNELS[r].name)}" for r in ("dispatch", "combine")}
+    for role in ("dispatch", "combine"):
+        g = fused[f"fused: {label(KERNELS[role].name)}"]
+        assert (g.steps, g.impact_ns) == (ALL_STEPS, exposed_role_ns(sc, role))
+        assert 0 < g.impact_ns < g.stats["fused_ns"]["max"] * len(ALL_STEPS)
+        assert g.severity == "info"  # nothing left to fuse
+        assert g.advice == advice(RULE, "fused_moe", vendor_of(analysis.timeline.meta))
+
+
+@pytest.mark.parametrize("fmt", PARTIAL_FORMATS)
+def test_a_pair_in_some_steps_lists_those_steps(scenario: Analysed, fmt: str) -> None:
+    sc, analysis = scenario(fmt, "unfused@some")
+    [f] = _unfused(of_rule(analysis, RULE))
+    assert f.steps == list(SOME_STEPS)
+    assert f.impact_ns == role_ns(sc, "nccl_allreduce") == role_ns(sc, "nccl_allreduce", SOME_STEPS)
+    # the fused all-reduce runs in the other steps: its finding lists them
+    [ar] = [g for g in _fused(of_rule(analysis, RULE)).values() if "allreduce" in g.pattern]
+    assert ar.steps == [s for s in ALL_STEPS if s not in SOME_STEPS]
+    assert ar.impact_ns == exposed_role_ns(sc, "ar_fused")
 
 
 @pytest.mark.parametrize("writer", list(ASCEND_WRITERS))
 def test_unfused_pairs_of_the_ascend_scenario(tmp_path: Path, writer: str) -> None:
-    # hcom_allReduce next to the o_proj MatMul
-    found = ascend_analysed(writer, tmp_path, unfused_collective=True).findings
-    assert {f.rule for f in found} == {RULE} and sum(f.metrics["pairs"] for f in found) == 16
+    # hcom_allReduce next to the o_proj MatMul; the MC² operators with their own time
+    sc = build_ascend_scenario(steps=4, layers=4, **{**ASCEND_CLEAN, "unfused_collective": True})
+    analysis = tracekit.analyze(tracekit.load(ASCEND_WRITERS[writer](sc.events, tmp_path)))
+    found = of_rule(analysis, RULE)
+    assert {f.rule for f in analysis.findings} == {RULE}
+    [f] = _unfused(found)
+    assert f.pattern == "unfused: aclnnMatmul_MatMulV3Common_MatMulV3 → hcom_allReduce"
+    assert (f.steps, f.impact_ns, f.metrics["pairs"]) == (
+        ALL_STEPS,
+        role_ns(sc, "nccl_allreduce"),
+        4,
+    )
+    assert (
+        f.advice == advice(RULE, "unfused_all_reduce", "ascend") and "MatmulAllReduce" in f.advice
+    )
+    fused = _fused(found)
+    assert set(fused) == {MC2_OPS["dispatch"], MC2_OPS["combine"]}
+    for role in ("dispatch", "combine"):  # the AI CPU communication side is not counted again
+        assert fused[MC2_OPS[role]].impact_ns == exposed_role_ns(sc, role)
+
+
+@pytest.mark.parametrize("writer", list(ASCEND_WRITERS))
+def test_clean_ascend_scenario_lists_its_mc2_operators(tmp_path: Path, writer: str) -> None:
+    sc = build_ascend_scenario(steps=4, layers=4, **ASCEND_CLEAN)
+    analysis = tracekit.analyze(tracekit.load(ASCEND_WRITERS[writer](sc.events, tmp_path)))
+    found = of_rule(analysis, RULE)
+    assert _unfused(found) == [] and len(found) == len(analysis.findings) == 3
+    for role, pattern in MC2_OPS.items():
+        f = _fused(found)[pattern]
+        assert (f.steps, f.impact_ns) == (ALL_STEPS, exposed_role_ns(sc, role))
+        kind = "fused" if role == "ar_fused" else "fused_moe"
+        assert f.advice == advice(RULE, kind, "ascend")
 
 
 @pytest.mark.parametrize("fmt", list(WRITERS))
 def test_clean_scenario_has_no_unfused_pair(scenario: Analysed, fmt: str) -> None:
-    _, analysis = scenario(fmt, "clean")
-    assert [f for f in analysis.findings if f.rule == RULE] == []
+    sc, analysis = scenario(fmt, "clean")
+    found = of_rule(analysis, RULE)
+    assert _unfused(found) == [] and {f.severity for f in found} == {"info"}
+    roles = ("ar_fused", "dispatch", "combine")
+    # a fused operator costs the time it runs with no compute beside it
+    assert sorted(f.impact_ns for f in found) == sorted(exposed_role_ns(sc, r) for r in roles)
+    exposed = analysis.step_metrics["exposed_comm_ns"].sum()
+    assert sum(f.impact_ns for f in found) == exposed  # every comm row here is fused
+    if vendor_of(analysis.timeline.meta) == "nvidia":  # ROCm renders the all-reduce as AITER's
+        want = {f"fused: {label(KERNELS[r].name)}": exposed_role_ns(sc, r) for r in roles}
+        assert {f.pattern: f.impact_ns for f in found} == want
+
+
+def test_fused_option_and_max_patterns(scenario: Analysed) -> None:
+    _, analysis = scenario("nsys", "unfused")
+    timeline = analysis.timeline
+    [pair] = tracekit.analyze(timeline, [RULE], {RULE: {"fused": False}}).findings
+    assert pair.pattern.startswith("unfused: ")
+    # three patterns, two listed: the largest, then the other two folded with their sum
+    top, folded = tracekit.analyze(timeline, [RULE], {RULE: {"max_patterns": 2}}).findings
+    # the folded finding comes last, whatever its summed impact (see test_patterns)
+    everything = of_rule(analysis, RULE)
+    assert top.pattern == everything[0].pattern and folded.pattern == FOLDED
+    assert folded.impact_ns == sum(f.impact_ns for f in everything[1:])
+    assert folded.title.startswith("2 more patterns folded") and folded.steps == ALL_STEPS
+    assert "max_patterns" in folded.detail and folded.advice

@@ -12,7 +12,7 @@ from tracekit.analysis.result import Analysis
 from tracekit.checks import run_checks
 from tracekit.metrics import MIN_BUBBLE_NS
 from tracekit.metrics.steps import clipped, step_metrics
-from tracekit.model import Context, severity_rank
+from tracekit.model import Context, ranked
 from tracekit.rules.registry import select
 from tracekit.steps import Steps, assign, find_steps, infer_phases, review, windows
 from tracekit.steps.placement import host_lead
@@ -65,8 +65,7 @@ def analyze(
     in_windows = clipped(work, wins)
     metrics = step_metrics(work, wins, min_bubble_ns, in_windows, steps.ranges)
     ctx = Context(rows, work, in_windows, wins, metrics, steps, timeline.meta)
-    findings = [finding for rule in chosen for finding in rule.run(ctx)]
-    findings.sort(key=lambda f: (f.step is None, f.step or 0, severity_rank(f.severity), f.rule))
+    findings = ranked([finding for rule in chosen for finding in rule.run(ctx)])
     checks = run_checks(rows, work, wins, metrics, steps, timeline.meta, guessed, in_windows)
     return Analysis(
         timeline,

@@ -23,7 +23,8 @@ class Analysis:
 
     ``rows`` are the timeline's rows with the taxonomy columns; ``work`` the device work rows
     with their ``step`` (``in_windows``: the same cut to their step's window); ``windows`` the
-    step windows per (rank, device).
+    step windows per (rank, device); ``findings`` one per pattern, ranked by impact
+    (:func:`tracekit.model.ranked`).
     """
 
     timeline: Timeline

@@ -40,28 +40,6 @@ class Rule:
         """A :class:`Finding` of this rule."""
         return Finding(self.id, severity, title, detail, **fields)
 
-    def at_step(
-        self,
-        row: dict[str, Any],
-        severity: str,
-        title: str,
-        detail: str,
-        metrics: dict[str, Any],
-        evidence: dict[str, Any],
-    ) -> Finding:
-        """A finding about the (rank, device, step) of ``row``."""
-        return Finding(
-            self.id,
-            severity,
-            title,
-            detail,
-            step=row["step"],
-            rank=row["rank"],
-            device=row["device"],
-            metrics=metrics,
-            evidence=evidence,
-        )
-
 
 def _coerce(rule: str, key: str, value: Any, default: Any) -> Any:
     """``value`` (maybe text from the command line) as the type of the option's default."""

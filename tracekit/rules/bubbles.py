@@ -1,8 +1,8 @@
-"""Rule ``bubbles``: device idle stretches inside a step, each attributed to a cause."""
+"""Rule ``bubbles``: device idle stretches inside a step, one finding per cause and place."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import polars as pl
 
@@ -10,23 +10,47 @@ from tracekit.metrics import KEY, MIN_BUBBLE_NS
 from tracekit.metrics.bubbles import attributed_bubbles
 from tracekit.model import Context, Finding
 from tracekit.rules.base import Rule
+from tracekit.rules.patterns import (
+    PATTERN_HELP,
+    PATTERN_OPTIONS,
+    findings,
+    labelled,
+    step_time,
+    summarise,
+)
+
+STATS = ("bubble_ns", "bubble_count", "largest_bubble_ns", "bubble_share")
+KINDS = {  # cause -> advice kind
+    "host-bound: launch": "host_launch",
+    "host-bound: sync": "host_sync",
+    "communication": "communication",
+    "unknown": "unknown",
+}
 
 
 class Bubbles(Rule):
-    """Device idle stretches inside a decode step, attributed to a cause.
+    """Device idle stretches inside a decode step, attributed to a cause: one finding per
+    cause between the same two kernels.
 
     Inside each step's window, every stretch of at least ``min_bubble_ns`` where no kernel,
     copy or collective runs on the device is a bubble (``bubble_ns``, ``bubble_count`` and
-    ``largest_bubble_ns`` in ``Analysis.step_metrics``). A step is reported when its largest
-    bubble reaches ``report_ns`` or its bubbles reach ``report_share`` of the step. Each
-    bubble is attributed: *host-bound: launch* (the launch of the work after it was still
-    being issued when the device went idle), *host-bound: sync* (the host sat in a
-    synchronize call), *communication* (the device waits next to a collective), or
-    *unknown*. Why it matters: idle device time in decode is pure latency; its cause tells
-    whether to fix the host (CUDA graphs, fewer syncs) or the communication schedule.
+    ``largest_bubble_ns`` in ``Analysis.step_metrics``). Each bubble is attributed:
+    *host-bound: launch* (the launch of the work after it was still being issued when the
+    device went idle), *host-bound: sync* (the host sat in a synchronize call),
+    *communication* (the device waits next to a collective), or *unknown*. The pattern is
+    the cause with the kernels before and after the bubble (their short names), so the same
+    stall in every step is one finding listing those steps. A pattern is reported when one
+    of its bubbles reaches ``report_ns`` or its bubbles reach ``report_share`` of a step.
+    Why it matters: idle device time in decode is pure latency; its cause tells whether to
+    fix the host (device graphs, fewer syncs) or the communication schedule.
 
-    Triggers: the host stalls 150 µs before a layer -> the step's finding lists one 150,000 ns
-    bubble, host-bound: launch. Clean: back-to-back launches with 1-8 µs gaps -> nothing.
+    Impact: the idle time of the pattern's bubbles summed over its steps, ranks and devices
+    (what removing the stall could save). Severity from its share of the summed step time;
+    advice by cause and vendor (CUDA / HIP / ACL graphs for a host-bound launch …).
+
+    Triggers: the host stalls 150 µs before a layer in one step -> one finding, host-bound:
+    launch, listing that step, impact 150,000 ns. Clean: back-to-back launches with 1-8 µs
+    gaps -> nothing.
     """
 
     id: ClassVar[str] = "bubbles"
@@ -35,66 +59,65 @@ class Bubbles(Rule):
         "min_bubble_ns": MIN_BUBBLE_NS,
         "report_ns": 20_000,
         "report_share": 0.05,
+        **PATTERN_OPTIONS,
     }
     option_help: ClassVar[dict] = {
         "min_bubble_ns": "shortest idle stretch counted as a bubble (ns)",
-        "report_ns": "report a step whose largest bubble reaches this (ns)",
-        "report_share": "... or whose bubbles reach this share of the step",
+        "report_ns": "report a pattern when one of its bubbles reaches this (ns)",
+        "report_share": "... or when its bubbles reach this share of a step",
+        **PATTERN_HELP,
     }
 
     def run(self, ctx: Context) -> list[Finding]:
-        """One finding per (rank, device, step) with large bubbles."""
+        """One finding per (cause, kernel before, kernel after) with a large bubble."""
         found = attributed_bubbles(ctx.in_windows, ctx.rows, self.opts["min_bubble_ns"])
         if found.height == 0:
             return []
-        ordered = found.sort("ns", descending=True)
-        per_step = (
-            ordered.group_by(KEY, maintain_order=True)
+        found = labelled(labelled(found, "before", "_before"), "after", "_after")
+        found = found.with_columns(pattern=pl.format("{}: {} → {}", "cause", "_before", "_after"))
+        obs = (
+            found.sort("start")
+            .group_by("pattern", *KEY)
             .agg(
-                total=pl.col("ns").sum(),
-                largest=pl.col("ns").max(),
-                count=pl.len(),
-                starts=pl.col("start"),
-                ends=pl.col("end"),
-                causes=pl.col("cause"),
+                impact_ns=pl.col("ns").sum(),
+                bubble_count=pl.len(),
+                largest_bubble_ns=pl.col("ns").max(),
+                cause=pl.col("cause").first(),
                 before=pl.col("before").first(),
                 after=pl.col("after").first(),
+                ranges=pl.concat_list("start", "end"),
             )
-            .join(ctx.windows.select(*KEY, "dur"), on=KEY)
+            .join(ctx.windows.select(*KEY, "dur"), on=KEY, how="left")
+            .with_columns(
+                bubble_ns=pl.col("impact_ns"), bubble_share=pl.col("impact_ns") / pl.col("dur")
+            )
         )
-        by_cause = ordered.group_by(*KEY, "cause").agg(pl.col("ns").sum()).sort("cause")
-        by_cause = by_cause.group_by(KEY).agg(causes_ns=pl.struct("cause", "ns"))
-        loud = (
-            per_step.filter(
-                (pl.col("largest") >= self.opts["report_ns"])
-                | (pl.col("total") >= self.opts["report_share"] * pl.col("dur"))
-            )
-            .join(by_cause, on=KEY, how="left")
-            .sort(KEY)
+        table = summarise(obs, STATS, step_time(ctx)).filter(
+            (pl.col("largest_bubble_ns_max") >= self.opts["report_ns"])
+            | (pl.col("bubble_share_max") >= self.opts["report_share"])
         )
-        findings = []
-        for row in loud.iter_rows(named=True):
-            share = row["total"] / row["dur"] if row["dur"] else None
-            findings.append(
-                self.at_step(
-                    row,
-                    "warning",
-                    f"{row['count']} idle bubble(s), {row['total']:,} ns; "
-                    f"largest {row['largest']:,} ns",
-                    f"largest bubble is {row['causes'][0]}: "
-                    f"between {row['before']} and {row['after']}",
-                    metrics={
-                        "bubble_ns": row["total"],
-                        "bubble_count": row["count"],
-                        "largest_bubble_ns": row["largest"],
-                        "bubble_share": share,
-                        **{f"{c['cause']}_ns": c["ns"] for c in row["causes_ns"]},
-                    },
-                    evidence={
-                        "ranges": list(zip(row["starts"], row["ends"])),
-                        "causes": row["causes"],
-                        "names": [row["before"], row["after"]],
-                    },
-                )
-            )
-        return findings
+        return findings(self, ctx, table, _describe, STATS)
+
+
+def _describe(row: dict[str, Any]) -> dict[str, Any]:
+    share = row["bubble_share"]
+    return {
+        "kind": KINDS.get(row["cause"], "default"),
+        "title": f"idle, {row['pattern']}: {row['impact_ns']:,} ns in {len(row['steps']):,} "
+        "step(s)",
+        "detail": f"the device sat idle ({row['cause']}) between {row['before']} and "
+        f"{row['after']}; worst in step {row['step']} (rank {row['rank']}, device "
+        f"{row['device']}): {row['bubble_count']} bubble(s), {row['worst_ns']:,} ns"
+        + (f", {share:.1%} of the step" if share is not None else ""),
+        "metrics": {
+            "bubble_ns": row["worst_ns"],
+            "bubble_count": row["bubble_count"],
+            "largest_bubble_ns": row["largest_bubble_ns"],
+            "bubble_share": share,
+        },
+        "evidence": {
+            "ranges": row["ranges"],
+            "causes": [row["cause"]] * len(row["ranges"]),
+            "names": [row["before"], row["after"]],
+        },
+    }

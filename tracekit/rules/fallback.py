@@ -1,80 +1,172 @@
-"""Rule ``fallback``: kernels that betray a slow path."""
+"""Rule ``fallback``: kernels that betray a slow path, one finding per fallback chain."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import polars as pl
 
+from tracekit.metrics import KEY
 from tracekit.model import Context, Finding
 from tracekit.rules.base import Rule
+from tracekit.rules.patterns import (
+    PATTERN_HELP,
+    PATTERN_OPTIONS,
+    chain_key,
+    findings,
+    labelled,
+    step_time,
+    summarise,
+)
+from tracekit.timeline import is_part
+
+# Pattern kinds (advice keys), most specific first: a chain takes the first of its members'.
+KINDS = ("ai_cpu_cast", "ai_cpu", "triton", "eager", "other")
+_WHAT = {
+    "ai_cpu_cast": "a conversion on the AI CPU",
+    "ai_cpu": "operators on the AI CPU",
+    "triton": "generated Triton kernels",
+    "eager": "a PyTorch eager at::native chain",
+    "other": "slow-path kernels",
+}
+STATS = ("fallback_ns", "chains", "kernels", "step_share")
+
+
+def fallback_chains(work: pl.DataFrame) -> pl.DataFrame:
+    """The fallback chains of the work rows placed in steps: maximal runs of ``is_fallback``
+    rows one after another on a stream, nothing else of the stream between them, in one step.
+
+    Columns: ``rank, device, step, stream``, ``start`` / ``end``, ``ns`` (the summed time of
+    its kernels), ``kernels``, ``kind`` (an index into :data:`KINDS`), ``names`` (distinct)
+    and ``pattern`` (the members' labels in order, repeats in a row once: :func:`chain_key`).
+    """
+    lane = ["rank", "device", "_lane"]
+    rows = (
+        work.filter(pl.col("step").is_not_null() & ~is_part())
+        .select(*KEY, "ts", "dur", "name", "engine", "is_fallback", _lane=pl.col("stream"))
+        .with_columns(pl.col("_lane").fill_null(-1))
+    )
+    lanes = rows.filter(pl.col("is_fallback")).select(lane).unique()
+    if lanes.height == 0:
+        return pl.DataFrame()
+    rows = rows.join(lanes, on=lane, how="semi").sort(*lane, "ts")  # streams with fallbacks
+    same = pl.all_horizontal(*(pl.col(c) == pl.col(c).shift(1) for c in [*lane, "step"])).fill_null(
+        False
+    )
+    follows = same & pl.col("is_fallback").shift(1).fill_null(False)
+    fb = labelled(rows.with_columns(_start=~follows).filter(pl.col("is_fallback")), "name", "label")
+    name = pl.col("name").cast(pl.String)
+    low = name.str.to_lowercase()
+    ai_cpu = (pl.col("engine").cast(pl.String) == "ai_cpu").fill_null(False) | low.str.contains(
+        "aicpu"
+    )
+    kind = (
+        pl.when(ai_cpu & low.str.contains("cast|transdata"))
+        .then(0)
+        .when(ai_cpu)
+        .then(1)
+        .when(pl.col("label").str.starts_with("triton_"))
+        .then(2)
+        .when(name.str.contains("at::native", literal=True))
+        .then(3)
+        .otherwise(4)
+    )
+    fb = fb.with_columns(
+        _run=pl.col("_start").cum_sum(),
+        _kind=kind,
+        _new=pl.col("_start") | (pl.col("label") != pl.col("label").shift(1)),
+    )
+    return (
+        fb.group_by("_run")
+        .agg(
+            *(pl.col(c).first() for c in KEY),
+            stream=pl.col("_lane").first(),
+            start=pl.col("ts").first(),
+            end=(pl.col("ts") + pl.col("dur")).max(),
+            ns=pl.col("dur").sum(),
+            kernels=pl.len(),
+            kind=pl.col("_kind").min(),
+            names=name.unique(maintain_order=True),
+            _labels=pl.col("label").filter(pl.col("_new")),
+        )
+        .with_columns(pattern=chain_key(pl.col("_labels")))
+        .drop("_run", "_labels")
+    )
 
 
 class Fallback(Rule):
-    """Kernels that betray a slow path, per decode step.
+    """Kernels that betray a slow path: one finding per fallback chain.
 
     Detects the rows the taxonomy flags ``is_fallback``: PyTorch-eager ``at::native``
     elementwise/reduce kernels (an unfused op chain where one fused kernel is expected),
     TorchInductor Triton kernels on ROCm where AITER/CK kernels are expected, and Ascend
-    operators that run on the AI CPU. Why it matters: each such chain costs several
-    launches and memory round trips instead of one fused kernel, and AI CPU operators are
-    slow and serialise the stream; in a decode step they add up to a visible share.
+    operators that run on the AI CPU. A *chain* is a run of such rows one after another on
+    a stream; its pattern is the sequence of its kernels' short names (a name repeated in a
+    row counted once), so the same chain in every layer and step is one finding. Why it
+    matters: each chain costs several launches and memory round trips instead of one fused
+    kernel, and AI CPU operators are slow and serialise the stream.
 
-    Triggers: a step running ``at::native::vectorized_elementwise_kernel<... silu_kernel ...>``
-    and ``... MulFunctor ...`` instead of ``vllm::act_and_mul_kernel`` -> one finding for the
-    step with the fallback time, its share of compute and the top offenders.
-    Clean: the same step with the fused ``act_and_mul_kernel`` -> nothing.
+    Impact: the summed time of the chain's kernels over every step, rank and device where it
+    runs (what replacing it by a free kernel would save: the most a fused kernel can save).
+    Severity from its share of the summed step time; advice by kind (eager chain, Triton,
+    AI CPU cast, AI CPU operator) and vendor.
+
+    Triggers: ``at::native::vectorized_elementwise_kernel<... silu_kernel ...>`` then
+    ``... MulFunctor ...`` instead of ``vllm::act_and_mul_kernel`` in one layer of every step
+    -> one finding listing every step, impact the chain's time summed over them.
+    Clean: the same steps with the fused ``act_and_mul_kernel`` -> nothing.
     """
 
     id: ClassVar[str] = "fallback"
     name: ClassVar[str] = "fallback kernels"
-    options: ClassVar[dict] = {"min_share": 0.0, "error_share": 0.1, "top": 5}
+    options: ClassVar[dict] = {"min_share": 0.0, **PATTERN_OPTIONS}
     option_help: ClassVar[dict] = {
-        "min_share": "report a step when fallback time / compute kernel time exceeds this",
-        "error_share": "severity error from this share on (warning below)",
-        "top": "offending kernel names listed per finding",
+        "min_share": "report a chain when its impact share (of the summed step time) exceeds this",
+        **PATTERN_HELP,
     }
 
     def run(self, ctx: Context) -> list[Finding]:
-        """One finding per (rank, device, step) that runs fallback kernels."""
-        steps = ctx.step_metrics.filter(
-            (pl.col("fallback_ns") > 0)
-            & (pl.col("fallback_share").fill_null(1.0) > self.opts["min_share"])
-        )
-        if steps.height == 0:
+        """One finding per fallback chain, largest impact first."""
+        chains = fallback_chains(ctx.work)
+        if chains.height == 0:
             return []
-        key = ["rank", "device", "step"]
-        offenders = (
-            ctx.work.filter(pl.col("is_fallback") & pl.col("step").is_not_null())
-            .group_by(*key, pl.col("name").cast(pl.String))
-            .agg(count=pl.len(), ns=pl.col("dur").sum())
-            .sort("ns", "name", descending=[True, False])
-            .group_by(key, maintain_order=True)
+        obs = (
+            chains.sort("start")
+            .group_by("pattern", *KEY)
             .agg(
-                total=pl.col("count").sum(),
-                top=pl.struct("name", "count", "ns").head(self.opts["top"]),
+                impact_ns=pl.col("ns").sum(),
+                chains=pl.len(),
+                kernels=pl.col("kernels").sum(),
+                kind=pl.col("kind").min(),
+                ranges=pl.concat_list("start", "end"),
+                streams=pl.col("stream").unique().sort(),
+                names=pl.col("names").explode().unique(maintain_order=True),
+            )
+            .join(ctx.windows.select(*KEY, "dur"), on=KEY, how="left")
+            .with_columns(
+                fallback_ns=pl.col("impact_ns"), step_share=pl.col("impact_ns") / pl.col("dur")
             )
         )
-        findings = []
-        for row in steps.join(offenders, on=key, how="left").sort(key).iter_rows(named=True):
-            top, share, count = row["top"] or [], row["fallback_share"], row["total"] or 0
-            severity = (
-                "error" if share is not None and share >= self.opts["error_share"] else "warning"
-            )
-            findings.append(
-                self.at_step(
-                    row,
-                    severity,
-                    f"{count} fallback kernels, {row['fallback_ns']:,} ns",
-                    "slow-path kernels (eager at::native chains, ROCm Triton fallbacks or AI CPU "
-                    "operators) where fused kernels are expected; largest: "
-                    + (top[0]["name"] if top else "-"),
-                    metrics={
-                        "fallback_ns": row["fallback_ns"],
-                        "fallback_share": share,
-                        "fallback_count": count,
-                    },
-                    evidence={"kernels": top},
-                )
-            )
-        return findings
+        table = summarise(obs, STATS, step_time(ctx))
+        table = table.filter(pl.col("impact_share").fill_null(1.0) > self.opts["min_share"])
+        return findings(self, ctx, table, _describe, STATS)
+
+
+def _describe(row: dict[str, Any]) -> dict[str, Any]:
+    kind = KINDS[row["kind"]]
+    share = row["step_share"]
+    return {
+        "kind": kind,
+        "title": f"fallback chain {row['pattern']}: {row['impact_ns']:,} ns in "
+        f"{len(row['steps']):,} step(s)",
+        "detail": f"{_WHAT[kind]} where a fused kernel is expected; worst in step {row['step']}"
+        f" (rank {row['rank']}, device {row['device']}): {row['chains']} chain(s), "
+        f"{row['worst_ns']:,} ns" + (f", {share:.1%} of the step" if share is not None else ""),
+        "metrics": {
+            "fallback_ns": row["worst_ns"],
+            "step_share": share,
+            "chains": row["chains"],
+            "kernels": row["kernels"],
+        },
+        "evidence": {"ranges": row["ranges"], "streams": row["streams"], "names": row["names"]},
+    }

@@ -1,17 +1,29 @@
-"""Rule ``mc2``: fused compute-communication operators, and unfused pairs worth fusing."""
+"""Rule ``mc2``: fused compute-communication operators, and unfused pairs worth fusing; one
+finding per operator and per pair."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import polars as pl
 
-from tracekit.metrics import KEY
+from tracekit.metrics import IS_COMPUTE, KEY
+from tracekit.metrics.streams import comm_exposure
 from tracekit.model import Context, Finding
 from tracekit.rules.base import Rule
+from tracekit.rules.patterns import (
+    PATTERN_HELP,
+    PATTERN_OPTIONS,
+    collective,
+    findings,
+    labelled,
+    step_time,
+    summarise,
+)
 from tracekit.timeline import is_part
 
 _KERNEL_LIKE = ("kernel", "comm")
+STATS = ("collective_ns", "fused_ns", "exposed_ns", "count")
 
 
 def unfused_pairs(work: pl.DataFrame, max_gap_ns: int) -> pl.DataFrame:
@@ -73,65 +85,141 @@ def _outside_fused(collectives: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFram
 
 
 class Mc2(Rule):
-    """Collectives next to the GEMM they feed: fusion opportunities (MC², ar_fusion, ...).
+    """Fused compute-communication operators in use, and collectives next to the GEMM they
+    feed (fusion opportunities: MC², ar_fusion, ...): one finding per operator and per pair.
 
     Fused compute-communication operators (Ascend MoeDistributeDispatch/Combine(V2),
     MatmulAllReduce, AllGatherMatmul, MatmulReduceScatter; DeepEP and NVSHMEM
     dispatch/combine; TensorRT-LLM all-reduce fusion; MegaMoE) are classified by the
-    taxonomy; their time per step is ``fused_comm_ns`` in ``Analysis.step_metrics``. This
-    rule reports the opposite: a plain collective (NCCL/RCCL/HCCL all-reduce, all-gather,
-    reduce-scatter) that directly follows or precedes a GEMM, with nothing in between. Why it
-    matters: the fused operator overlaps the communication with the matmul tiles; the unfused
-    pair serialises them and adds the collective's full time to the step.
+    taxonomy; their time per step is ``fused_comm_ns`` in ``Analysis.step_metrics``. Each
+    fused operator (pattern ``fused: <name>``) is listed with its exposed time (option
+    ``fused``), as *info*: there is nothing left to fuse. The rule also reports the
+    opposite: a plain collective (NCCL/RCCL/HCCL all-reduce, all-gather, reduce-scatter)
+    that directly follows or precedes a GEMM, with nothing in between (pattern
+    ``unfused: <GEMM> → <collective>`` or the other way round, the same pair in every layer
+    and step being one finding). Why it matters: the fused
+    operator overlaps the communication with the matmul tiles; the unfused pair serialises
+    them and adds the collective's full time to the step.
+
+    Impact: for an unfused pair, the time of its collectives summed over every step, rank
+    and device (the communication a fused kernel could hide behind the GEMM; an upper
+    bound). For a fused operator, its exposed time summed likewise: the part of it during
+    which no compute kernel ran on its device — what overlapping it with other work (a shared
+    expert, a second micro-batch) could still save; its whole time is in ``stats``. Severity of a
+    pair from its share of the summed step time (a fused operator is info); advice by
+    collective (all-reduce, all-gather, reduce-scatter, MoE dispatch / combine) and vendor.
 
     Triggers: ``o_proj`` GEMM then ``ncclDevKernel_AllReduce_Sum_bf16_RING_LL`` on the same
-    stream in every layer -> one finding per step with the pairs and the collective time.
-    Clean: ``allreduce_fusion_kernel_oneshot_lamport`` (fused all-reduce + RMSNorm) -> nothing.
+    stream in every layer -> one finding for the pair listing every step, impact the
+    all-reduces' time. Clean: ``allreduce_fusion_kernel_oneshot_lamport`` (fused all-reduce +
+    RMSNorm) -> no pair; the fused kernel is listed with the time it ran exposed.
     """
 
     id: ClassVar[str] = "mc2"
-    name: ClassVar[str] = "unfused compute-communication"
-    options: ClassVar[dict] = {"max_gap_ns": 10_000}
+    name: ClassVar[str] = "fused and unfused compute-communication"
+    options: ClassVar[dict] = {"max_gap_ns": 10_000, "fused": True, **PATTERN_OPTIONS}
     option_help: ClassVar[dict] = {
         "max_gap_ns": "largest idle gap between the GEMM and the collective (ns)",
+        "fused": "list each fused compute-communication operator with its exposed time",
+        **PATTERN_HELP,
     }
 
     def run(self, ctx: Context) -> list[Finding]:
-        """One finding per (rank, device, step) with unfused GEMM + collective pairs."""
-        pairs = unfused_pairs(
-            ctx.work.filter(pl.col("step").is_not_null()), self.opts["max_gap_ns"]
-        )
-        per_step = (
-            pairs.sort("ts")
-            .group_by(KEY, maintain_order=True)
+        """One finding per unfused GEMM + collective pair and per fused operator."""
+        work = ctx.work.filter(pl.col("step").is_not_null())
+        parts = [self._pairs(work)]
+        if self.opts["fused"]:
+            parts.append(_fused(work))
+        obs = [p for p in parts if p.height]
+        if not obs:
+            return []
+        obs = pl.concat(obs, how="diagonal_relaxed")
+        missing = [pl.lit(None, pl.Int64).alias(m) for m in STATS if m not in obs.columns]
+        table = summarise(obs.with_columns(missing), STATS, step_time(ctx))
+        return findings(self, ctx, table, _describe, STATS)
+
+    def _pairs(self, work: pl.DataFrame) -> pl.DataFrame:
+        """Observations of the unfused pairs: one row per (pattern, rank, device, step)."""
+        pairs = unfused_pairs(work, self.opts["max_gap_ns"])
+        if pairs.height == 0:
+            return pl.DataFrame()
+        pairs = labelled(labelled(pairs, "name", "_coll"), "gemm", "_gemm")
+        first = pl.col("order") == "gemm first"
+        pattern = pl.when(first).then(pl.format("unfused: {} → {}", "_gemm", "_coll"))
+        pattern = pattern.otherwise(pl.format("unfused: {} → {}", "_coll", "_gemm"))
+        return (
+            pairs.with_columns(pattern=pattern)
+            .sort("ts")
+            .group_by("pattern", *KEY)
             .agg(
-                pairs=pl.len(),
-                ns=pl.col("dur").sum(),
+                impact_ns=pl.col("dur").sum(),
+                count=pl.len(),
+                collective=pl.col("_coll").first(),
+                gemm=pl.col("_gemm").first(),
                 order=pl.col("order").first(),
                 names=pl.col("name").unique(maintain_order=True),
                 gemms=pl.col("gemm").unique(maintain_order=True),
-                streams=pl.col("stream").unique(),
-                starts=pl.col("ts"),
-                ends=pl.col("ts") + pl.col("dur"),
+                streams=pl.col("stream").unique().sort(),
+                ranges=pl.concat_list("ts", pl.col("ts") + pl.col("dur")),
             )
+            .with_columns(collective_ns=pl.col("impact_ns"), fused=pl.lit(False))
         )
-        findings = []
-        for row in per_step.iter_rows(named=True):
-            findings.append(
-                self.at_step(
-                    row,
-                    "warning",
-                    f"{row['pairs']} unfused GEMM + collective pair(s): {row['ns']:,} ns of "
-                    "collectives",
-                    f"{row['names'][0]} runs right next to {row['gemms'][0]} ({row['order']}); "
-                    "a fused compute-communication kernel would overlap them",
-                    metrics={"pairs": row["pairs"], "collective_ns": row["ns"]},
-                    evidence={
-                        "ranges": list(zip(row["starts"], row["ends"])),
-                        "streams": row["streams"],
-                        "names": row["names"],
-                        "gemms": row["gemms"],
-                    },
-                )
-            )
-        return findings
+
+
+def _fused(work: pl.DataFrame) -> pl.DataFrame:
+    """Observations of the fused operators: one row per (pattern, rank, device, step)."""
+    if work.filter(pl.col("is_fused_comm")).height == 0:
+        return pl.DataFrame()
+    # the fused rows and the compute rows they may overlap: exposure of nothing else
+    mine = work.filter(pl.col("step").is_not_null() & (pl.col("is_fused_comm") | IS_COMPUTE))
+    rows = labelled(comm_exposure(mine), "name", "_op")
+    return (
+        rows.with_columns(pattern=pl.format("fused: {}", "_op"))
+        .sort("ts")
+        .group_by("pattern", *KEY)
+        .agg(
+            impact_ns=(pl.col("dur") - pl.col("overlap_ns")).sum(),
+            fused_ns=pl.col("dur").sum(),
+            count=pl.len(),
+            collective=pl.col("_op").first(),
+            names=pl.col("name").cast(pl.String).unique(maintain_order=True),
+            streams=pl.col("stream").unique().sort(),
+            ranges=pl.concat_list("ts", pl.col("ts") + pl.col("dur")),
+        )
+        .with_columns(exposed_ns=pl.col("impact_ns"), fused=pl.lit(True))
+    )
+
+
+def _describe(row: dict[str, Any]) -> dict[str, Any]:
+    where = (
+        f"worst in step {row['step']} (rank {row['rank']}, device {row['device']}): "
+        f"{row['count']} instance(s), {row['worst_ns']:,} ns"
+    )
+    evidence = {"ranges": row["ranges"], "streams": row["streams"], "names": row["names"]}
+    if row["fused"]:
+        kind = "fused_moe" if collective(row["collective"]) == "all_to_all" else "fused"
+        return {
+            "kind": kind,
+            "severity": "info",  # nothing left to fuse: listed for what overlap could save
+            "title": f"fused compute-communication {row['collective']}: {row['impact_ns']:,} ns"
+            f" exposed in {len(row['steps']):,} step(s)",
+            "detail": "communication fused with compute; the exposed part ran with no compute"
+            f" kernel beside it (its whole time: {row['fused_ns']:,} ns in the worst step); "
+            f"{where} exposed",
+            "metrics": {
+                "exposed_ns": row["worst_ns"],
+                "fused_ns": row["fused_ns"],
+                "count": row["count"],
+            },
+            "evidence": evidence,
+        }
+    kind = collective(row["collective"])
+    return {
+        "kind": f"unfused_{kind}" if kind and kind != "all_to_all" else "unfused",
+        "title": f"unfused GEMM + collective, {row['collective']} next to {row['gemm']}: "
+        f"{row['impact_ns']:,} ns of collectives in {len(row['steps']):,} step(s)",
+        "detail": f"the collective runs right next to the GEMM ({row['order']}); a fused "
+        f"compute-communication kernel would overlap them; {where}",
+        "metrics": {"pairs": row["count"], "collective_ns": row["worst_ns"]},
+        "evidence": {**evidence, "gemms": row["gemms"]},
+    }

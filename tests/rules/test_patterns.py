@@ -1,0 +1,95 @@
+"""What the rules share to report patterns: the key of a kernel name, the grouping of per-step
+observations into patterns, severity from the share, and the advice table."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from fixtures.scenario import KERNELS
+from tracekit.rules import bubbles, fallback
+from tracekit.rules.advice import ANY, DEFAULT, advice, table
+from tracekit.rules.patterns import (
+    COLLECTIVES,
+    PATTERN_OPTIONS,
+    chain_key,
+    label,
+    severity,
+    summarise,
+)
+
+
+def test_label_keeps_what_tells_kernels_apart() -> None:
+    assert label(KERNELS["fallback_silu"].name) == "vectorized_elementwise_kernel<silu_kernel>"
+    assert label(KERNELS["fallback_mul"].name) == "vectorized_elementwise_kernel<MulFunctor>"
+    copy = "unrolled_elementwise_kernel<direct_copy_kernel_cuda>"
+    assert label(KERNELS["fallback_copy"].name) == copy
+    assert label(KERNELS["dispatch"].name) == "deep_ep::internode_ll::dispatch"
+    # ids and counters that differ between runs are dropped
+    assert label("hcom_allReduce__586_0_1") == label("hcom_allReduce__100_7_1") == "hcom_allReduce"
+    assert label("triton_poi_fused_add_mul_3") == "triton_poi_fused_add_mul"
+    assert label(None) == "?"
+
+
+def test_chain_key_lists_the_first_members() -> None:
+    keys = pl.DataFrame({"l": [["a", "b"], [str(i) for i in range(11)]]})
+    got = keys.select(chain_key(pl.col("l")))["l"].to_list()
+    assert got == ["a → b", "0 → 1 → 2 → 3 → 4 → 5 → 6 → 7 → … (+3)"]
+
+
+def test_summarise_groups_observations_by_pattern() -> None:
+    obs = pl.DataFrame(
+        {
+            "pattern": ["p", "p", "p", "p", "q"],
+            "rank": [0, 1, 0, 1, 0],
+            "device": [0, 1, 0, 1, 0],
+            "step": [3, 3, 5, 7, 4],
+            "impact_ns": [40, 10, 40, 30, 500],
+            "x": [1, 2, 3, 4, 9],
+            "evidence": ["a", "b", "c", "d", "e"],
+        }
+    )
+    got = summarise(obs, ["x"], total_ns=1_000).to_dicts()
+    assert [r["pattern"] for r in got] == ["q", "p"]  # largest impact first
+    p = got[1]
+    assert (p["steps"], p["ranks"], p["occurrences"]) == ([3, 5, 7], [0, 1], 4)
+    assert (p["impact_ns"], p["impact_share"]) == (120, pytest.approx(0.12))
+    assert (p["x_median"], p["x_p90"], p["x_max"]) == (2.5, pytest.approx(3.7), 4.0)
+    # the worst row: the largest impact, the earliest step on a tie
+    assert (p["step"], p["rank"], p["worst_ns"], p["evidence"]) == (3, 0, 40, "a")
+
+
+def test_severity_from_the_share() -> None:
+    opts = dict(PATTERN_OPTIONS)
+    assert [severity(s, opts) for s in (None, 0.005, 0.01, 0.05, 0.1)] == [
+        "info",
+        "info",
+        "warning",
+        "warning",
+        "error",
+    ]
+
+
+def test_advice_table_has_a_text_for_every_kind() -> None:
+    texts = table()
+    for rule, kinds in texts.items():
+        for kind, entry in kinds.items():
+            assert entry.get(DEFAULT, "").strip(), f"[{rule}.{kind}] has no default"
+            assert set(entry) <= {DEFAULT, "nvidia", "amd", "ascend"}, (rule, kind)
+            assert all(text.strip() and len(text) < 600 for text in entry.values())
+    used = {
+        "fallback": set(fallback.KINDS),
+        "overlap": {kind for kind, _ in COLLECTIVES},
+        "bubbles": set(bubbles.KINDS.values()),
+        "mc2": {"fused", "fused_moe", "unfused", "unfused_all_reduce", "unfused_all_gather",
+                "unfused_reduce_scatter"},
+    }  # fmt: skip
+    for rule, kinds in used.items():
+        assert DEFAULT in texts[rule]
+        missing = {k for k in kinds if k not in texts[rule]} - {"other"}  # other: the default
+        assert missing == set(), rule
+    # vendor, else the kind's default, else the rule's, else any rule's
+    assert advice("bubbles", "host_launch", "amd") == texts["bubbles"]["host_launch"]["amd"]
+    assert advice("bubbles", "unknown", "amd") == texts["bubbles"]["unknown"][DEFAULT]
+    assert advice("bubbles", "new-kind", None) == texts["bubbles"][DEFAULT][DEFAULT]
+    assert advice("a-plugin", "x", "nvidia") == texts[ANY][DEFAULT][DEFAULT]
