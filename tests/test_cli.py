@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+import tracekit
 from tests.conftest import real_root, run_cli
+from tracekit.demo import demo_paths
 
 
 def _h200() -> Path:
@@ -93,7 +96,10 @@ def test_convert_round_trip_keeps_every_row(tmp_path: Path) -> None:
 def test_demo_prints_summary() -> None:
     done = run_cli("demo", "--no-html")
     assert done.returncode == 0, done.stderr
-    assert "per step" in done.stdout and "findings: 18" in done.stdout
+    count = sum(len(tracekit.analyze(tracekit.load(p)).findings) for p in demo_paths())
+    assert "per step" in done.stdout and done.stdout.count("findings: ") == 2
+    found = re.findall(r"^findings: (\d+), by impact", done.stdout, re.MULTILINE)
+    assert sum(map(int, found)) == count
     assert done.stderr == ""  # no page written
 
 

@@ -6,19 +6,26 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
 import pytest
 from typer.testing import CliRunner
 
+import tracekit
 from fixtures.kineto_writer import write_kineto_json
 from fixtures.nsys_writer import write_nsys_sqlite
 from fixtures.scenario import FALLBACK_CHAIN, KERNELS, Scenario, build_scenario
 from fixtures.step_truth import step_truth
 from tests.conftest import run_cli
 from tracekit.cli import app
+from tracekit.diff import compare
+from tracekit.diff.findings import compare_findings
+from tracekit.model import Finding
 from tracekit.names import kernel_key
+from tracekit.reports.diff_markdown import render_diff_markdown
+from tracekit.reports.diff_terminal import render_diff
 from tracekit.reports.markdown import md_text
 
 SHAPE = {"steps": 16, "layers": 2}
@@ -125,8 +132,13 @@ def test_new_fallback_kernel_appears_with_its_time(
     fallback = next(m for m in data["metrics"] if m["name"] == "fallback_ns")
     assert fallback["status"] == "worse"
     assert fallback["estimate"]["head"] == pytest.approx(_mean(head_sc, "fallback_ns"))
+    # the fallback pattern is new, with the head's impact (findings compared by pattern)
     new = [f for f in data["findings"] if f["status"] == "appeared"]
-    assert [(f["rule"], f["head"]) for f in new] == [("fallback", SHAPE["steps"])]
+    assert {f["rule"] for f in new} == {"fallback"}
+    assert all((f["base_runs"], f["head_runs"], f["base_ns"]) == (0, 1, 0) for f in new)
+    head_found = tracekit.analyze(tracekit.load(tmp_path / "head.sqlite")).findings
+    want_ns = sum(f.impact_ns for f in head_found if f.rule == "fallback")
+    assert sum(f["head_ns"] for f in new) == want_ns
     assert code == data["exit_code"]
 
 
@@ -138,13 +150,14 @@ def test_exposed_all_to_all_overlapped_is_an_improvement(
     code, data = _diff(str(base), str(clean[1]))
     assert code == 0
     resolved = [f for f in data["findings"] if f["status"] == "disappeared"]
-    assert [(f["rule"], f["base"], f["head"]) for f in resolved] == [("overlap", 1, 0)]
+    assert [(f["rule"], f["base_runs"], f["head_runs"]) for f in resolved] == [("overlap", 1, 0)]
     exposed = next(m for m in data["metrics"] if m["name"] == "exposed_comm_ns")
     want = _mean(clean[0], "exposed_comm_ns") - _mean(base_sc, "exposed_comm_ns")
     assert want < 0 and exposed["estimate"]["delta"] == pytest.approx(want)
     assert exposed["status"] == "better"
     md = CliRunner().invoke(app, ["diff", str(base), str(clean[1]), "--format", "md"]).stdout
-    assert "Findings: 1 resolved ([overlap] N communication kernel(s) ran exposed" in md
+    assert f"Findings: 1 resolved ([overlap] {md_text(resolved[0]['title'])})" in md
+    assert "#### Findings by pattern" in md and "| ✅ resolved | overlap |" in md
     assert "| exposed communication |" in md
 
 
@@ -255,3 +268,90 @@ def test_steps_found_differently_are_flagged(clean: tuple[Scenario, Path], tmp_p
     assert len(data["warnings"]) == 1 and "steps were found differently" in data["warnings"][0]
     md = CliRunner().invoke(app, ["diff", str(clean[1]), str(head), "--format", "md"]).stdout
     assert "⚠️ steps were found differently (base: marker; head: " in md
+
+
+def _pattern(pattern: str, impact: int, rule: str = "bubbles", title: str = "") -> Finding:
+    return Finding(
+        rule,
+        "warning",
+        title or f"title {pattern}",
+        "detail",
+        step=3,
+        pattern=pattern,
+        steps=[3],
+        impact_ns=impact,
+        advice="advice",
+    )
+
+
+@pytest.fixture(scope="module")
+def quiet(clean: tuple[Scenario, Path]) -> tracekit.Analysis:
+    """The clean trace analysed without rules (16 steps): the tests give it findings."""
+    return tracekit.analyze(tracekit.load(clean[1]), [])
+
+
+def test_findings_compare_by_pattern_not_by_step(quiet: tracekit.Analysis) -> None:
+    def run(*found: Finding) -> tracekit.Analysis:
+        return replace(quiet, findings=list(found))
+
+    base = [run(_pattern("a", 1_600), _pattern("b", 160_000), _pattern("gone", 8_000))]
+    head = [
+        run(
+            replace(_pattern("a", 1_600), step=9, steps=[9]),  # same pattern, other step
+            _pattern("b", 480_000),
+            _pattern("c", 400_000),
+            _pattern("new", 16_000, rule="fallback"),
+            _pattern("c", 3_200, rule="fallback"),  # another rule's pattern c
+        )
+    ]
+    changes = compare_findings(base, head, floor=2_000, step_median=100_000)
+    got = {(c.rule, c.pattern): c for c in changes}
+    assert [(c.rule, c.pattern, c.status) for c in changes] == [
+        ("bubbles", "c", "appeared"),
+        ("bubbles", "b", "grew"),
+        ("fallback", "new", "appeared"),
+        ("bubbles", "gone", "disappeared"),
+        ("fallback", "c", "appeared"),
+        ("bubbles", "a", "same"),
+    ]
+    b = got[("bubbles", "b")]
+    assert (b.base_ns, b.head_ns) == (160_000, 480_000)
+    assert (b.base_per_step_ns, b.head_per_step_ns) == (10_000, 30_000)  # 16 steps a side
+    assert b.delta_per_step_ns == 20_000 and b.step_share == pytest.approx(0.2)
+    # below the floor (2 µs per step): the same, however it moved
+    small = compare_findings(
+        base, [run(_pattern("b", 160_000 + 16 * 1_999))], floor=2_000, step_median=100_000
+    )
+    assert {(c.pattern, c.status) for c in small} == {
+        ("b", "same"),
+        ("a", "disappeared"),
+        ("gone", "disappeared"),
+    }
+    shrank = compare_findings(base, [run(_pattern("b", 16_000))], 2_000, 100_000)
+    assert next(c for c in shrank if c.pattern == "b").status == "shrank"
+    # several runs a side: impact per run is the mean, per step over all the side's steps
+    two = compare_findings(base, [run(_pattern("b", 480_000)), run()], 2_000, 100_000)
+    b2 = next(c for c in two if c.pattern == "b")
+    assert (b2.head_ns, b2.head_per_step_ns, b2.head_runs) == (240_000, 15_000, 1)
+
+
+def test_findings_do_not_gate_and_are_shown(quiet: tracekit.Analysis) -> None:
+    evil = "exposed <script>alert(1)</script> | `x`"
+    base = [replace(quiet, findings=[_pattern("b", 160_000)])]
+    head = [replace(quiet, findings=[_pattern("b", 480_000), _pattern("e", 10**9, title=evil)])]
+    diff = compare(base, head)
+    assert diff.verdict == "no significant change" and diff.exit_code == 0
+    data = diff.to_dict()
+    assert [(f["pattern"], f["status"]) for f in data["findings"]] == [
+        ("e", "appeared"),
+        ("b", "grew"),
+    ]
+    md = render_diff_markdown(data)
+    table = md.split("#### Findings by pattern")[1].split("<sub>")[0]
+    assert "| 🔺 grew | bubbles | title b | 160.00 µs | 480.00 µs | +20.00 µs |" in table
+    assert f"| 🆕 new | bubbles | {md_text(evil)} | - | 1.000 s |" in table
+    assert "<script" not in md and "Findings: 1 new ([bubbles] exposed &lt;script&gt;" in md
+    text = "".join(str(t) for t in render_diff(data, width=200).renderables)
+    assert (
+        "grew: [bubbles] title b: impact 160.00 µs → 480.00 µs per run, +20.00 µs per step" in text
+    )

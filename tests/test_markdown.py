@@ -14,10 +14,14 @@ import tracekit
 from fixtures.nsys_writer import write_nsys_sqlite
 from fixtures.scenario import build_scenario
 from tests.conftest import run_cli
+from tracekit.names import short_name
 from tracekit.reports.format import fmt_ns, fmt_pct
 from tracekit.reports.markdown import md_text, step_columns
 
-EVIL = 'at::native::vectorized_elementwise_kernel<script>alert(1)</script> "q" | `x` </script> *b*'
+EVIL = (
+    'at::native::vectorized_elementwise_kernel|`x`*b*&"q"<script>alert(1)</script> "q" | `x`'
+    " </script> *b*"
+)
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +35,7 @@ def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_md_text_escapes_html_and_markdown() -> None:
     text = md_text(EVIL)
     assert "<" not in text and ">" not in text and '"' not in text
-    assert "kernel&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "&quot;q&quot;&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert re.search(r"(?<!\\)[|`*\[\]]", text) is None  # every table/markup char escaped
     assert md_text("a\x1b[31mb\nc") == "a\ufffd\\[31mb c"
 
@@ -41,7 +45,8 @@ def test_markdown_numbers_equal_step_metrics(trace: Path) -> None:
     assert done.returncode == 0, done.stderr
     md = done.stdout
     metrics = tracekit.analyze(tracekit.load(trace), ["fallback"]).step_metrics.to_dicts()
-    rows = [line for line in md.splitlines() if re.match(r"^\| \d", line)]
+    steps_part = md.split("### Findings")[0]
+    rows = [line for line in steps_part.splitlines() if re.match(r"^\| \d", line)]
     assert len(rows) == len(metrics) == 3
     for line, m in zip(rows, metrics):
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
@@ -57,8 +62,16 @@ def test_markdown_numbers_equal_step_metrics(trace: Path) -> None:
             else:
                 want = str(value)
             assert cell == want, key
-    assert "<script" not in md and "&lt;script&gt;" in md  # the evil name in a finding
-    assert md.count("- **warning** `fallback`") == 3
+    # the evil name, shortened to its function name, escaped in the findings table
+    assert "<script" not in md and md_text(short_name(EVIL)) in md
+    assert md_text(short_name(EVIL)).endswith(r"kernel\|\`x\`\*b\*&amp;&quot;q&quot;")
+    rows = [line for line in md.split("### Findings")[1].splitlines() if line.startswith("| 1 ")]
+    assert len(rows) == 1 and len(re.split(r"(?<!\\)\|", rows[0])) == 9
+    findings = tracekit.analyze(tracekit.load(trace), ["fallback"]).findings
+    table = md.split("### Findings")[1]
+    assert 0 < table.count("| fallback (warning) |") == min(len(findings), 10)
+    covered = {s for f in findings for s in (f.steps or [f.step])}
+    assert covered == {0, 1, 2}  # the fallback chain runs in every step
 
 
 def test_summary_and_json_formats(trace: Path) -> None:

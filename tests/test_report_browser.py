@@ -11,7 +11,7 @@ import base64
 import json
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import pytest
 import tracekit
 from tests.conftest import HOSTILE_FILE, HOSTILE_GPU, HOSTILE_NAMES, hostile_trace, run_cli
 from tracekit.demo import demo_paths
+from tracekit.model import ranked
 
 CHROMIUM = os.environ.get("TRACEKIT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 # .ci/run sets TRACEKIT_REQUIRE_BROWSER=1: there a missing browser fails instead of skipping.
@@ -240,3 +241,130 @@ def test_low_confidence_is_the_first_thing_on_the_page(browser: Any, tmp_path: P
     )
     assert first[0] == "confidence" and first[1] == 1
     assert first[2].startswith("⚠ giant.parquet: low confidence: steps found by gaps")
+
+
+def _rows(page: Any, trace: int) -> list[list[str]]:
+    """The visible rows of a trace's findings table: rank, data-step and the title."""
+    return page.eval_on_selector_all(
+        f"#findings-{trace} > table.findings tr.finding-row",
+        "rows => rows.map(r => [r.cells[0].textContent, r.dataset.step,"
+        " r.querySelector('.title').textContent])",
+    )
+
+
+def _open_finding(page: Any, trace: int, index: int, step: int) -> str:
+    """Click a finding's row; wait for the drill-down of its worst step; the focus text."""
+    page.click(f"#findings-{trace} tr.finding-row[data-finding='{index}']")
+    page.wait_for_selector(f"#gantt-{trace}[data-step='{step}'][data-finding='{index}']")
+    assert page.is_visible(f"#finding-focus-{trace}")
+    return page.inner_text(f"#finding-focus-{trace}")
+
+
+def test_finding_rows_are_ranked_and_open_the_worst_step(
+    opened: Opened, traces: list[Path]
+) -> None:
+    page = opened.page
+    for trace, path in enumerate(traces):
+        found = ranked(tracekit.analyze(tracekit.load(path)).findings)
+        rows = _rows(page, trace)
+        assert [r[0] for r in rows] == [str(i) for i in range(1, min(len(found), 10) + 1)]
+        assert [r[2] for r in rows] == [f.title for f in found[:10]]
+        # the section fits in one screen (the viewport is 900 px high)
+        height = page.eval_on_selector(
+            f"#findings-{trace}", "e => e.getBoundingClientRect().height"
+        )
+        assert 0 < height <= 900, (trace, height)
+    found = ranked(tracekit.analyze(tracekit.load(traces[1])).findings)
+    first = next(i for i, f in enumerate(found[:10]) if f.step is not None)
+    focus = _open_finding(page, 1, first, found[first].step)  # type: ignore[arg-type]
+    assert found[first].title in focus and f"#{first + 1} [{found[first].rule}]" in focus
+    assert _gantt_bars(page, 1), "the worst step's events are embedded"
+    assert page.eval_on_selector_all("#findings-1 tr.selected", "r => r.length") == 1
+    assert opened.errors == [] and opened.dialogs == []
+
+
+def _longest_names(analysis: tracekit.Analysis, step: int, n: int) -> list[str]:
+    rows = analysis.work.filter(pl.col("step") == step).sort("dur", descending=True)
+    return list(dict.fromkeys(rows["name"].cast(pl.String).to_list()))[:n]
+
+
+def test_many_findings_stay_one_screen_and_outline_their_evidence(
+    browser: Any, traces: list[Path], tmp_path: Path
+) -> None:
+    """60 findings per trace, built here (hostile titles and names): ten rows, the rest
+    folded; a row opens its worst step with the kernels its evidence names outlined."""
+    from tracekit.model import Finding
+    from tracekit.reports.html import write_report
+
+    analyses = []
+    for path in traces:
+        analysis = tracekit.analyze(tracekit.load(path), [])
+        steps = sorted(analysis.step_metrics["step"].unique().to_list())
+        found = []
+        for i in range(60):
+            worst = steps[(i * 3) % len(steps)]
+            found.append(
+                Finding(
+                    "fallback",
+                    "warning",
+                    f"pattern {i} <img src=x onerror=alert(3)>",
+                    f"detail {i} <b>not bold</b>",
+                    step=worst,
+                    rank=0,
+                    device=0,
+                    evidence={"names": _longest_names(analysis, worst, 2), "why": "not a name"},
+                    pattern=f"p{i}",
+                    steps=sorted({*steps[: 1 + i % len(steps)], worst}),
+                    ranks=[0],
+                    impact_ns=1_000 * (60 - i),
+                    impact_share=0.001 * (60 - i),
+                    advice=f"Fuse the chain {i}: " + "a sentence long enough to wrap. " * 6,
+                )
+            )
+        analyses.append(replace(analysis, findings=found[::-1]))  # not in ranked order
+    out = tmp_path / "many.html"
+    write_report(analyses, out)
+    opened = open_report(browser, out)
+    page = opened.page
+    assert opened.errors == [] and opened.dialogs == []
+    for trace, analysis in enumerate(analyses):
+        rows = _rows(page, trace)
+        assert [r[2] for r in rows] == [
+            f"pattern {i} <img src=x onerror=alert(3)>" for i in range(10)
+        ]
+        more = page.text_content(f"#findings-{trace} details.more-findings > summary")
+        assert more == "50 more findings"
+        height = page.eval_on_selector(
+            f"#findings-{trace}", "e => e.getBoundingClientRect().height"
+        )
+        assert 0 < height <= 900, (trace, height)
+        # the third finding: its worst step, its names outlined and listed as text
+        f = ranked(analysis.findings)[2]
+        focus = _open_finding(page, trace, 2, f.step)  # type: ignore[arg-type]
+        names = f.evidence["names"]
+        listed = page.eval_on_selector_all(
+            f"#finding-focus-{trace} .names code", "els => els.map(e => e.textContent)"
+        )
+        assert listed == names and "pattern 2 <img" in focus
+        outlined = page.evaluate(
+            "i => document.getElementById('gantt-' + i).data"
+            ".filter(t => t.name === 'finding evidence').map(t => t.x.length)",
+            trace,
+        )
+        step_rows = analysis.work.filter(pl.col("step") == f.step)
+        assert outlined == [step_rows.filter(pl.col("name").cast(pl.String).is_in(names)).height]
+    assert page.evaluate("() => document.querySelectorAll('img, main b, [onerror]').length") == 0
+    assert opened.errors == [] and opened.dialogs == []
+
+
+def test_demo_page_findings_fit_one_screen_per_trace(browser: Any, tmp_path: Path) -> None:
+    """`tracekit demo`'s page: each trace's findings section is at most the viewport high."""
+    out = tmp_path / "demo.html"
+    assert run_cli("demo", "-o", str(out)).returncode == 0
+    opened = open_report(browser, out)
+    heights = opened.page.eval_on_selector_all(
+        ".trace-findings", "els => els.map(e => e.getBoundingClientRect().height)"
+    )
+    viewport = opened.page.viewport_size["height"]
+    assert len(heights) == 2 and all(0 < h <= viewport for h in heights), heights
+    assert opened.errors == []

@@ -1,6 +1,7 @@
 """`tracekit report` numbers against the analysis: the HTML payload, Markdown and JSON each
-carry `Analysis.step_metrics` and the findings unchanged; outliers, default steps, the
-drill-down events, kernels and the overlap matrix are checked against plain recomputations."""
+carry `Analysis.step_metrics` and the findings (ranked by impact) unchanged; outliers, default
+steps, the drill-down events, kernels and the overlap matrix are checked against plain
+recomputations."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from tests.conftest import run_cli
 from tracekit import stats
 from tracekit.demo import demo_paths
 from tracekit.metrics.columns import METRIC_COLUMNS
-from tracekit.reports.format import fmt_ns, fmt_pct
+from tracekit.model import ranked
+from tracekit.reports.format import fmt_ns, fmt_pct, steps_text
 from tracekit.reports.markdown import step_columns
 
 DEMOS = demo_paths()
@@ -61,7 +63,12 @@ def test_html_steps_are_the_step_metrics(payload: dict, analyses: list) -> None:
         totals = trace["overview"]["totals"]
         for key, value in totals.items():
             assert value == metrics[key].sum(), key
-        assert trace["findings"] == _plain([f.to_dict() for f in analysis.findings])
+        # ranked by impact, each with its fields and how the page writes its steps
+        want = _plain([f.to_dict() for f in ranked(analysis.findings)])
+        page = trace["findings"]
+        assert [{k: f[k] for k in w} for f, w in zip(page, want)] == want
+        assert len(page) == trace["findings_total"] == len(analysis.findings)
+        assert [f["steps_text"] for f in page] == [steps_text(f, range(8)) for f in want]
 
 
 def _tukey(values: list[int]) -> list[bool]:
@@ -85,6 +92,9 @@ def test_drill_down_events_are_the_longest_of_their_step(payload: dict, analyses
     for trace, analysis in zip(payload["traces"], analyses):
         embedded_steps = {int(s) for s in trace["gantt"]}
         assert {2, 6} | set(trace["defaults"].values()) <= embedded_steps
+        # the rows of the page's findings table open their worst step
+        top = ranked(analysis.findings)[: trace["findings_shown"]]
+        assert {f.step for f in top if f.step is not None} <= embedded_steps
         for step, part in trace["gantt"].items():
             rows = analysis.work.filter(pl.col("step") == int(step))
             [(_, _, start, dur)] = part["windows"]
@@ -141,7 +151,8 @@ def test_markdown_table_is_the_step_metrics(analyses: list) -> None:
     sections = done.stdout.split("## tracekit: ")[1:]
     assert len(sections) == 2
     for section, analysis in zip(sections, analyses):
-        rows = [line for line in section.splitlines() if re.match(r"^\| \d", line)]
+        steps_part = section.split("### Findings")[0]
+        rows = [line for line in steps_part.splitlines() if re.match(r"^\| \d", line)]
         rows_of = analysis.step_metrics.to_dicts()
         want = [
             "| " + " | ".join(_cell(k, row[k]) for k in step_columns(rows_of)) + " |"
@@ -157,7 +168,8 @@ def test_json_is_the_analysis(analyses: list, tmp_path: Path) -> None:
     data = json.loads(out.read_text())
     for trace, analysis in zip(data["traces"], analyses):
         assert trace["step_metrics"] == analysis.step_metrics.to_dicts()
-        assert trace["findings"] == _plain([f.to_dict() for f in analysis.findings])
+        # every finding, ranked by impact, with every field of Finding
+        assert trace["findings"] == _plain([f.to_dict() for f in ranked(analysis.findings)])
         assert trace["steps"]["count"] == len(analysis.steps) == 8
 
 

@@ -20,6 +20,10 @@ delta). A change *gates* (exit code 1) when
 
 A change beyond the threshold whose interval includes zero is reported as not significant
 (more steps or runs would tell). Kernels, rule metrics and findings explain; they do not gate.
+
+Findings are compared by ``(rule, pattern)``, not by step (:mod:`.findings`): a pattern
+appeared, disappeared, or its impact per step grew or shrank by at least ``min_impact`` of
+the base step median.
 """
 
 from tracekit.diff.compare import compare

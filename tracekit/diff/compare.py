@@ -3,15 +3,14 @@ gates and explain the verdict (see :mod:`tracekit.diff`)."""
 
 from __future__ import annotations
 
-import re
-from collections import Counter
 from typing import Any
 
 import numpy as np
 
 from tracekit import bootstrap
 from tracekit.analysis import Analysis
-from tracekit.diff.result import REPLICATES, SEED, Change, Diff, Estimate, FindingChange
+from tracekit.diff.findings import compare_findings
+from tracekit.diff.result import REPLICATES, SEED, Change, Diff, Estimate
 from tracekit.diff.samples import (
     CATEGORY_COLUMNS,
     RULE_METRICS,
@@ -92,40 +91,6 @@ def _metric_status(est: Estimate, better: int) -> str:
     if not est.delta:
         return "unchanged"
     return "better" if est.delta * better > 0 else "worse"
-
-
-_NUMBER = re.compile(r"\d[\d,.]*")
-
-
-def _findings(base: list[Analysis], head: list[Analysis]) -> list[FindingChange]:
-    """Kinds of findings (rule + title, numbers masked) per run on each side."""
-    per_side: list[Counter[tuple[str, str]]] = []
-    examples: dict[tuple[str, str], tuple[str, str]] = {}
-    for side in (base, head):
-        counts: Counter[tuple[str, str]] = Counter()
-        for analysis in side:
-            for f in analysis.findings:
-                key = (f.rule, _NUMBER.sub("N", f.title))
-                counts[key] += 1
-                examples.setdefault(key, (f.severity, f.detail))
-        per_side.append(counts)
-    out = []
-    for key in sorted(set(per_side[0]) | set(per_side[1])):
-        b, h = per_side[0][key] / len(base), per_side[1][key] / len(head)
-        severity, example = examples[key]
-        out.append(FindingChange(key[0], key[1], severity, b, h, _how_often(b, h), example))
-    return out
-
-
-def _how_often(base: float, head: float) -> str:
-    """How a kind of finding changed: appeared, disappeared, more, fewer or same."""
-    if not base:
-        return "appeared"
-    if not head:
-        return "disappeared"
-    if head != base:
-        return "more" if head > base else "fewer"
-    return "same"
 
 
 def _by_size(change: Change) -> tuple[float, str]:
@@ -301,7 +266,7 @@ def compare(
         categories,
         _kernel_changes(data, est, threshold, floor),
         _metric_changes(est),
-        _findings(base, head),
+        compare_findings(base, head, floor, float(np.median(step_b))),
         warnings,
         data.phase,
     )

@@ -1,11 +1,13 @@
 """What a diff produces: per compared quantity an :class:`Estimate` of its change, a
-:class:`Change` with its status, the :class:`FindingChange` of each kind of finding, and the
-:class:`Diff` with its verdict."""
+:class:`Change` with its status, and the :class:`Diff` with its verdict (the findings
+compared by pattern are :class:`tracekit.diff.findings.FindingChange`)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from tracekit.diff.findings import FindingChange
 
 REPLICATES = 2_000
 SEED = 0
@@ -56,23 +58,6 @@ class Change:
 
 
 @dataclass
-class FindingChange:
-    """A kind of finding (rule + title with its numbers masked) and how often per run."""
-
-    rule: str
-    title: str
-    severity: str
-    base: float
-    head: float
-    status: str  # appeared, disappeared, more, fewer, same
-    example: str  # the detail of one occurrence
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
-
-
-@dataclass
 class Diff:
     """The comparison of two sides (see the module docstring); ``to_dict`` is the JSON."""
 
@@ -89,7 +74,7 @@ class Diff:
     categories: list[Change]  # largest absolute delta first
     kernels: list[Change]  # largest absolute delta first
     metrics: list[Change]
-    findings: list[FindingChange]
+    findings: list[FindingChange]  # by (rule, pattern), largest change per step first
     warnings: list[str] = field(default_factory=list)
     phase: str = "all"  # the steps compared: decode, unknown (no phase known) or all
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from tracekit.reports import diff_text as dt
+from tracekit.reports.format import cut
 from tracekit.reports.markdown import md_text
 
 ICONS = {"regression": "🔴", "improvement": "🟢", "no significant change": "⚪"}
-FINDING_ICONS = {"appeared": "🆕", "disappeared": "✅", "more": "🔺", "fewer": "🔻"}
+FINDING_ICONS = {"appeared": "🆕", "disappeared": "✅", "grew": "🔺", "shrank": "🔻"}
 PRESENCE_ICONS = {"appeared": "➕", "disappeared": "➖", "renamed": "↔"}
 
 
@@ -44,6 +45,27 @@ def movers(data: dict[str, Any], top: int) -> list[str]:
     return _table(header, "lrrrrrl", rows)
 
 
+def findings(data: dict[str, Any], top: int) -> list[str]:
+    """Findings whose pattern appeared, disappeared, grew or shrank: impact per run on each
+    side and the change of its cost per step; the first ``top``, then how many more."""
+    changed = dt.changed_findings(data)
+    if not changed:
+        return ["No finding appeared, disappeared or changed its impact."]
+    rows = [
+        [
+            f"{FINDING_ICONS[f['status']]} {dt.FINDING_WORDS[f['status']]}",
+            md_text(f["rule"]),
+            md_text(cut(f["title"], dt.TITLE_CHARS)),
+            *dt.finding_cells(f),
+        ]
+        for f in changed[:top]
+    ]
+    header = ["", "rule", "finding", "impact base", "impact head", "Δ per step", "Δ % of a step"]
+    more = len(changed) - top
+    tail = ["", f"{more} more: --format json lists every one"] if more > 0 else []
+    return [*_table(header, "lllrrrr", rows), *tail]
+
+
 def render_diff_markdown(data: dict[str, Any], top: int = 10) -> str:
     """``Diff.to_dict()`` as a Markdown document: verdict, step time, movers, kernels, rule
     metrics, findings and a method footnote."""
@@ -57,7 +79,6 @@ def render_diff_markdown(data: dict[str, Any], top: int = 10) -> str:
         if metric_rows
         else ["No rule metric changed."]
     )
-    findings = [f"- {FINDING_ICONS[s]} {text}" for s, text in dt.finding_lines(data, md_text)]
     lines = [
         "### tracekit diff",
         "",
@@ -81,9 +102,9 @@ def render_diff_markdown(data: dict[str, Any], top: int = 10) -> str:
         "",
         *metrics,
         "",
-        "#### Findings",
+        "#### Findings by pattern",
         "",
-        *(findings or ["No finding appeared or disappeared."]),
+        *findings(data, top),
         "",
         f"<sub>base: {dt.sources(data['base'], md_text)} · head: "
         f"{dt.sources(data['head'], md_text)}<br>{md_text(dt.method_note(data))}</sub>",

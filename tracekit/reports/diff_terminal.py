@@ -18,11 +18,12 @@ STATUS_STYLE = {
     "regression": "red",
     "worse": "red",
     "appeared": "yellow",
-    "more": "yellow",
+    "grew": "yellow",
     "improvement": "green",
     "better": "green",
     "disappeared": "green",
-    "fewer": "green",
+    "shrank": "green",
+    "more": "dim",
     "renamed": "cyan",
     "not significant": "dim",
 }
@@ -93,9 +94,9 @@ def render_diff(data: dict[str, Any], top: int = 10, width: int = 120) -> Group:
     if metric_rows:
         header = ["rule metric (mean per step)", "base", "head", "Δ", "status"]
         parts += [Text(), _table("rule metrics", header, metric_rows, width)]
-    findings = dt.finding_lines(data, printable)
+    findings = dt.finding_lines(data, printable, top)
     if findings:
-        parts += [Text(), Text("findings", style="bold")]
+        parts += [Text(), Text("findings by pattern", style="bold")]
         parts += [Text(f"  {text}", style=STATUS_STYLE.get(s, "")) for s, text in findings]
     note = (
         f"base: {dt.sources(data['base'], printable)}; head: {dt.sources(data['head'], printable)}"

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tracekit.names import short_name
-from tracekit.reports.format import fmt_ns, fmt_pct
+from tracekit.reports.format import cut, fmt_ns, fmt_pct
 
 Escape = Callable[[str], str]
 TITLES = {
@@ -86,18 +86,48 @@ def verdict_line(data: dict[str, Any], name: Escape) -> str:
     return text
 
 
+FINDING_WORDS = {
+    "appeared": "new",
+    "disappeared": "resolved",
+    "grew": "grew",
+    "shrank": "shrank",
+}
+MAX_NAMED = 3  # findings named in the one-sentence summary per status
+TITLE_CHARS = 160  # a finding's title is cut to this
+
+
+def changed_findings(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The findings whose pattern appeared, disappeared, grew or shrank (largest change in
+    cost per step first, as the diff orders them)."""
+    return [f for f in data["findings"] if f["status"] in FINDING_WORDS]
+
+
 def findings_summary(data: dict[str, Any], name: Escape) -> str:
-    """Kinds of findings that are new or resolved, in one sentence (empty when none)."""
+    """Findings (by pattern) that are new, resolved, grew or shrank, in one sentence (empty
+    when none); a few named per status."""
     parts = []
-    for status, word in (("appeared", "new"), ("disappeared", "resolved")):
-        kinds = [
-            f"[{name(f['rule'])}] {name(f['title'])}"
-            for f in data["findings"]
-            if f["status"] == status
-        ]
+    for status, word in FINDING_WORDS.items():
+        kinds = [f for f in changed_findings(data) if f["status"] == status]
         if kinds:
-            parts.append(f"{len(kinds)} {word} ({'; '.join(kinds)})")
+            named = [
+                f"[{name(f['rule'])}] {name(cut(f['title'], TITLE_CHARS))}"
+                for f in kinds[:MAX_NAMED]
+            ]
+            more = ", …" if len(kinds) > MAX_NAMED else ""
+            parts.append(f"{len(kinds)} {word} ({'; '.join(named)}{more})")
     return "findings: " + ", ".join(parts) if parts else ""
+
+
+def finding_cells(f: dict[str, Any]) -> list[str]:
+    """Impact per run on each side, the change of cost per step and its share of the base
+    step median: base, head, Δ per step, Δ % of a step."""
+    share = f["step_share"]
+    return [
+        fmt_ns(f["base_ns"]) if f["base_runs"] else "-",
+        fmt_ns(f["head_ns"]) if f["head_runs"] else "-",
+        signed_ns(f["delta_per_step_ns"]),
+        "-" if share is None else signed_pct(share),
+    ]
 
 
 def causes(data: dict[str, Any], name: Escape, top: int = 3) -> str:
@@ -142,7 +172,9 @@ def method_note(data: dict[str, Any]) -> str:
         f"{100 * data['threshold']:g}% and its {100 * data['gate_confidence']:.1f}% interval "
         f"excludes zero ({100 * data['confidence']:g}% over all gates), and for a category when "
         f"it is at least {100 * data['min_impact']:g}% of the base step median. Kernels and rule "
-        f"metrics: mean per step, {100 * data['confidence']:g}% intervals."
+        f"metrics: mean per step, {100 * data['confidence']:g}% intervals. Findings are matched "
+        f"by rule and pattern; one grew or shrank when its impact per step moved by at least "
+        f"{100 * data['min_impact']:g}% of the base step median; findings do not gate."
     )
     if min(data["base"]["steps"], data["head"]["steps"]) < 2:
         note += " One step on a side: no noise estimate, the threshold alone decides."
@@ -234,25 +266,20 @@ def metric_rows(data: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-FINDING_WORDS = {
-    "appeared": "new",
-    "disappeared": "resolved",
-    "more": "more often",
-    "fewer": "less often",
-}
-
-
-def finding_lines(data: dict[str, Any], name: Escape) -> list[tuple[str, str]]:
-    """Kinds of findings that appear, disappear or change in frequency: (status, text)."""
+def finding_lines(data: dict[str, Any], name: Escape, top: int = 10) -> list[tuple[str, str]]:
+    """Up to ``top`` findings whose pattern changed: (status, text), then how many more."""
     out = []
-    for f in data["findings"]:
-        if f["status"] != "same":
-            example = f["example"] if len(f["example"]) <= 120 else f["example"][:119] + "…"
-            text = (
-                f"{FINDING_WORDS[f['status']]}: [{name(f['rule'])}] {name(f['title'])} "
-                f"({f['base']:.3g} → {f['head']:.3g} per run): {name(example)}"
-            )
-            out.append((f["status"], text))
+    changed = changed_findings(data)
+    for f in changed[:top]:
+        base, head, delta, share = finding_cells(f)
+        text = (
+            f"{FINDING_WORDS[f['status']]}: [{name(f['rule'])}] "
+            f"{name(cut(f['title'], TITLE_CHARS))}: impact "
+            f"{base} → {head} per run, {delta} per step ({share} of a step)"
+        )
+        out.append((f["status"], text))
+    if len(changed) > top:
+        out.append(("more", f"{len(changed) - top} more: --format json lists every one"))
     return out
 
 

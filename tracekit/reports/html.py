@@ -31,14 +31,14 @@ from tracekit import __version__
 from tracekit.analysis import Analysis
 from tracekit.metrics.columns import LABELS
 from tracekit.model import ordered
+from tracekit.reports.html_findings import SHOWN, page_findings
 from tracekit.reports.html_gantt import CLASSES, Strings, gantt
-from tracekit.reports.html_steps import default_steps, embedded_steps, step_table
+from tracekit.reports.html_steps import default_steps, embedded_steps, step_table, step_times
 from tracekit.reports.html_trace import (
     fallbacks,
     kernels,
     overlap_matrices,
     overview,
-    page_findings,
 )
 from tracekit.taxonomy import CATEGORIES
 from tracekit.timeline import KINDS
@@ -72,8 +72,8 @@ def trace_payload(
     """Everything the page shows about one analysed trace."""
     metrics = analysis.step_metrics
     strings = Strings()
-    chosen = embedded_steps(metrics, analysis.findings, list(extra_steps), max_steps)
-    findings, finding_counts = page_findings(analysis.findings)
+    chosen = embedded_steps(metrics, analysis.findings, list(extra_steps), max_steps, SHOWN)
+    all_steps = step_times(metrics)["step"].to_list()
     return {
         "overview": overview(analysis, label),
         "steps": step_table(metrics),
@@ -82,8 +82,9 @@ def trace_payload(
         "max_events": max_events,
         "overlap": overlap_matrices(analysis),
         "checks": [c.to_dict() for c in ordered(analysis.checks)],
-        "findings": findings,
-        "finding_counts": finding_counts,
+        "findings": page_findings(analysis.findings, analysis.work, all_steps),
+        "findings_total": len(analysis.findings),
+        "findings_shown": SHOWN,
         "kernels": kernels(analysis),
         "fallbacks": fallbacks(analysis),
         "strings": strings.values,

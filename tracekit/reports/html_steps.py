@@ -2,7 +2,7 @@
 
 A step's time across devices is its slowest (rank, device) window: that is how long the
 decode step took. The drill-down embeds raw events only for a few steps (first, median,
-slowest, steps with findings, steps asked for, then evenly spaced ones).
+slowest, steps asked for, the worst steps of the top findings, then evenly spaced ones).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import polars as pl
 from tracekit.errors import TraceError
 from tracekit.metrics.columns import METRIC_COLUMNS
 from tracekit.metrics.steps import primary_phase
-from tracekit.model import Finding, severity_rank
+from tracekit.model import Finding, ranked
 
 SERIES = ["rank", "device"]
 TUKEY_K = 1.5  # outlier fences: below Q1 - k·IQR or above Q3 + k·IQR
@@ -77,29 +77,27 @@ def parse_steps(text: str | None) -> list[int]:
 
 
 def embedded_steps(
-    metrics: pl.DataFrame, findings: list[Finding], extra: list[int], limit: int
+    metrics: pl.DataFrame, findings: list[Finding], extra: list[int], limit: int, top: int = 10
 ) -> list[int]:
-    """Steps whose raw events the report embeds: the defaults and ``extra`` always, then
-    steps with error and warning findings (up to half of ``limit``), then evenly spaced
-    steps until ``limit`` steps are chosen."""
+    """Steps whose raw events the report embeds: the defaults, ``extra`` and the worst steps
+    of the ``top`` findings by impact (the rows of the page's findings table open them)
+    always, then evenly spaced steps until ``limit`` steps are chosen."""
     known = step_times(metrics)["step"].to_list()
     missing = sorted(set(extra) - set(known))
     if missing:
         span = f"{known[0]}-{known[-1]}" if known else "none"
         raise TraceError(f"--steps: no step {missing[0]} in this trace (steps {span})")
-    chosen = list(dict.fromkeys([*default_steps(metrics).values(), *extra]))
-    severe = sorted(
-        (f for f in findings if f.step is not None and f.severity in ("error", "warning")),
-        key=lambda f: (severity_rank(f.severity), f.step),
+    worst = [int(f.step) for f in ranked(findings)[:top] if f.step is not None]
+    present = set(known)
+    chosen = list(
+        dict.fromkeys(
+            [*default_steps(metrics).values(), *extra, *(s for s in worst if s in present)]
+        )
     )
-    for f in severe:
-        if len(chosen) >= max(limit // 2, 3):
-            break
-        if f.step not in chosen:
-            chosen.append(int(f.step))  # type: ignore[arg-type]
+    must = len(chosen)
     room = limit - len(chosen)
     if room > 0 and known:
         stride = max(len(known) / room, 1.0)
         spaced = [known[min(int(i * stride), len(known) - 1)] for i in range(room)]
         chosen.extend(s for s in dict.fromkeys(spaced) if s not in chosen)
-    return sorted(chosen[: max(limit, len(extra) + 3)])
+    return sorted(chosen[: max(limit, must)])

@@ -1,4 +1,5 @@
-"""The per-trace tables of the HTML report: overview, top kernels, fallbacks, stream overlap.
+"""The per-trace tables of the HTML report: overview, top kernels, fallbacks, stream overlap
+(the findings are in :mod:`tracekit.reports.html_findings`).
 
 All numbers are ns (or ratios) as the analysis computed them; the page formats them.
 """
@@ -16,7 +17,6 @@ from tracekit.analysis import Analysis, steps_summary
 from tracekit.intervals import lengths, merge
 from tracekit.metrics import IS_COMPUTE
 from tracekit.metrics.steps import phase_summary, primary_phase
-from tracekit.model import Finding, severity_rank
 from tracekit.names import distinct_short_names
 from tracekit.reports.checks_text import tally
 from tracekit.reports.html_steps import step_times
@@ -178,44 +178,3 @@ def overlap_matrices(analysis: Analysis) -> list[dict[str, Any]]:
             }
         )
     return out
-
-
-MAX_FINDINGS_PER_RULE = 200  # the page lists these; --format json has every finding
-EVIDENCE_ITEMS = 100  # items kept of each evidence list
-
-
-def _size(finding: Finding) -> float:
-    """How much a finding weighs within its rule: its largest ns metric."""
-    values = [v for k, v in finding.metrics.items() if k.endswith("_ns") and v is not None]
-    return max(values, default=0)
-
-
-def _trimmed(finding: Finding) -> dict[str, Any]:
-    out = finding.to_dict()
-    evidence, cut = dict(out["evidence"]), {}
-    for key, value in out["evidence"].items():
-        if isinstance(value, (list, tuple)) and len(value) > EVIDENCE_ITEMS:
-            evidence[key], cut[key] = list(value[:EVIDENCE_ITEMS]), len(value)
-    if cut:
-        evidence["truncated"] = cut  # list -> its full length
-    out["evidence"] = evidence
-    return out
-
-
-def page_findings(findings: list[Finding]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The findings the page lists (per rule the most severe, then largest, first; at most
-    :data:`MAX_FINDINGS_PER_RULE`, in the analysis' order) and the counts of all of them per
-    rule and severity."""
-    counts: dict[str, Counter[str]] = {}
-    by_rule: dict[str, list[int]] = {}
-    for i, f in enumerate(findings):
-        counts.setdefault(f.rule, Counter())[f.severity] += 1
-        by_rule.setdefault(f.rule, []).append(i)
-    kept: set[int] = set()
-    for indices in by_rule.values():
-        ranked = sorted(
-            indices, key=lambda i: (severity_rank(findings[i].severity), -_size(findings[i]))
-        )
-        kept.update(ranked[:MAX_FINDINGS_PER_RULE])
-    listed = [_trimmed(f) for i, f in enumerate(findings) if i in kept]
-    return listed, {rule: dict(c) for rule, c in counts.items()}

@@ -1,4 +1,4 @@
-"""Markdown for a PR comment: the steps table and the findings of an analysis.
+"""Markdown for a PR comment: the steps table and the top findings of an analysis by impact.
 
 Every string that comes from a trace goes through :func:`md_text`: HTML-significant characters
 become entities and Markdown punctuation is backslash-escaped, so a kernel named
@@ -13,7 +13,20 @@ from typing import Any
 from tracekit.metrics.columns import LABELS
 from tracekit.names import printable
 from tracekit.reports.checks_text import checks_markdown, tally
-from tracekit.reports.format import STEP_TABLE, fmt_ns, metric_cell
+from tracekit.reports.format import (
+    ADVICE_CHARS,
+    STEP_TABLE,
+    TOP_MARKDOWN,
+    analysis_steps,
+    cut,
+    fmt_ns,
+    fmt_pct,
+    metric_cell,
+    more_text,
+    ranked_dicts,
+    steps_text,
+    worst_text,
+)
 
 MAX_STEP_ROWS = 40
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
@@ -81,22 +94,38 @@ def steps_table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def findings_list(findings: list[dict[str, Any]]) -> list[str]:
-    """One bullet per finding, most severe first as the analysis ordered them."""
+MORE_HINT = "--format json lists every one"
+DETAIL_CHARS = 160  # a finding's detail under its title
+
+
+def findings_table(
+    findings: list[dict[str, Any]], all_steps: list[int], top: int = TOP_MARKDOWN
+) -> list[str]:
+    """The ``top`` findings by impact as a table (rank, rule, finding, steps, impact, share of
+    the step time, advice), then how many more there are."""
     if not findings:
         return ["No findings."]
-    lines = []
-    for f in findings:
-        where = "trace" if f["step"] is None else f"step {f['step']}"
-        if f.get("rank") is not None:
-            where += f" (rank {f['rank']}, device {f['device']})"
-        text = f["detail"]
-        detail = md_text(text if len(text) <= 200 else text[:199] + "…")
-        lines.append(
-            f"- **{md_text(f['severity'])}** `{f['rule']}` {where}: {md_text(f['title'])}"
-            f" — {detail}"
-        )
-    return lines
+    ordered = ranked_dicts(findings)
+    lines = [
+        "| # | rule | finding | steps | impact | share | advice |",
+        "|---:|---|---|---|---:|---:|---|",
+    ]
+    for i, f in enumerate(ordered[:top], 1):
+        worst = worst_text(f)
+        where = md_text(steps_text(f, all_steps)) + (f"<br>{md_text(worst)}" if worst else "")
+        cells = [
+            str(i),
+            f"{md_text(f['rule'])} ({md_text(f['severity'])})",
+            f"**{md_text(cut(f['title'], 200))}**"
+            + (f"<br>{md_text(cut(f['detail'], DETAIL_CHARS))}" if f.get("detail") else ""),
+            where,
+            fmt_ns(f.get("impact_ns") or 0),
+            fmt_pct(f.get("impact_share")),
+            md_text(cut(f.get("advice") or "-", ADVICE_CHARS)),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    rest = more_text(len(ordered) - top, MORE_HINT)
+    return [*lines, *(["", rest] if rest else [])]
 
 
 def render_markdown(analysis: dict[str, Any]) -> str:
@@ -127,6 +156,9 @@ def render_markdown(analysis: dict[str, Any]) -> str:
         *checks_markdown(checks, md_text),
         "### Findings",
         "",
-        *findings_list(analysis["findings"]),
+        "By impact: the most that fixing each could save over the trace, and its share of the"
+        " summed step time.",
+        "",
+        *findings_table(analysis["findings"], analysis_steps(analysis)),
     ]
     return "\n".join(lines) + "\n"

@@ -1,8 +1,10 @@
 """Rich renderings of an analysis for a terminal: how steps were found, a per-step table
-and the findings. Trace text goes through :func:`printable` into plain ``Text`` cells."""
+and the top findings by impact. Trace text goes through :func:`printable` into plain
+``Text`` cells."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from rich.console import Group
@@ -12,7 +14,20 @@ from rich.text import Text
 from tracekit.metrics.columns import LABELS
 from tracekit.names import printable
 from tracekit.reports.checks_text import render_checks
-from tracekit.reports.format import STEP_TABLE, fmt_ns, metric_cell
+from tracekit.reports.format import (
+    ADVICE_CHARS,
+    STEP_TABLE,
+    TOP_TERMINAL,
+    analysis_steps,
+    cut,
+    fmt_ns,
+    impact_text,
+    metric_cell,
+    more_text,
+    ranked_dicts,
+    steps_text,
+    worst_text,
+)
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _NARROW = {"ns_per_token": "per tok"}  # headings shorter than the labels' for a terminal
@@ -146,23 +161,50 @@ def _fitting_columns(cells: dict[str, list[Text]], width: int) -> list[str]:
     return [h for h in _STEP_COLUMNS if h in chosen]
 
 
-def render_findings(findings: list[dict[str, Any]]) -> Group:
-    """Findings, most severe first within each step, coloured by severity."""
+MORE_HINT = "--format json or tracekit report lists every one"
+
+
+def render_findings(
+    findings: list[dict[str, Any]],
+    all_steps: list[int],
+    top: int = TOP_TERMINAL,
+    more: str = MORE_HINT,
+    width: int = 200,
+) -> Group:
+    """The ``top`` findings by impact (see :func:`ranked_dicts`), each with its impact, share
+    of the step time, rule and title, its detail (one line), steps and advice, then how many
+    more there are: bounded however many findings the trace has. Advice is wrapped to
+    ``width`` columns; every other line is one line, cut with an ellipsis."""
     if not findings:
         return Group(Text("findings: none", style="green"))
-    lines: list[Any] = [Text(f"findings: {len(findings)}", style="bold")]
-    for f in findings:
-        where = "trace" if f["step"] is None else f"step {f['step']}"
-        if f.get("rank") is not None:
-            where = f"rank {f['rank']} dev {f['device']} {where}"
-        line = Text()
-        line.append(f"{f['severity']:>7} ", style=SEVERITY_STYLE.get(f["severity"], ""))
-        line.append(f"[{f['rule']}] {where}: ", style="bold")
+    ordered = ranked_dicts(findings)
+    head = Text(f"findings: {len(findings)}", style="bold")
+    head.append(", by impact (the most fixing each could save over the trace)", style="dim")
+    lines: list[Any] = [head]
+    pad = max(len(impact_text(f)) for f in ordered[:top])
+    for i, f in enumerate(ordered[:top], 1):
+        line = Text(f"{i:>2}. ")
+        line.append(f"{impact_text(f):<{pad}}  ", style="bold")
+        line.append(f"{f['severity']:<7} ", style=SEVERITY_STYLE.get(f["severity"], ""))
+        line.append(f"[{printable(f['rule'])}] ", style="bold")
         line.append(printable(f["title"]))
-        lines.append(line)
-        detail = Text(f"         {printable(f['detail'])}", style="dim")
-        detail.no_wrap, detail.overflow = True, "ellipsis"  # one line; full text in --json
-        lines.append(detail)
+        line.no_wrap, line.overflow = True, "ellipsis"  # one line; full text in --json
+        below: list[Text] = []
+        if f.get("detail"):
+            below.append(Text(printable(" ".join(str(f["detail"]).split())), style="dim"))
+        worst = worst_text(f)
+        below.append(Text(f"steps: {steps_text(f, all_steps)}{'; ' + worst if worst else ''}"))
+        below[-1].stylize("dim")
+        advice = printable(cut(f.get("advice") or "", ADVICE_CHARS))
+        wrapped = textwrap.wrap(f"→ {advice}", max(width - 4, 40)) if advice else []
+        below += [Text(part) for part in wrapped]
+        for text in below:
+            text.pad_left(4)
+            text.no_wrap, text.overflow = True, "ellipsis"
+        lines += [line, *below]
+    rest = more_text(len(ordered) - top, more)
+    if rest:
+        lines.append(Text(rest, style="dim"))
     return Group(*lines)
 
 
@@ -170,4 +212,5 @@ def render_analysis(data: dict[str, Any], width: int = 200, confidence: bool = T
     """Steps and findings together (``tracekit analyze``) for a ``width``-column terminal;
     ``confidence=False`` leaves the low-confidence line to the caller (it prints it first)."""
     steps = render_steps(data, width, confidence)
-    return Group(steps, Text(), render_findings(data["findings"]))
+    findings = render_findings(data["findings"], analysis_steps(data), width=width)
+    return Group(steps, Text(), findings)

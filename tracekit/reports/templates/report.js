@@ -272,10 +272,12 @@
       controls.append(el("span", { text: "step:" }), select);
       select.addEventListener("change", () => selectStep(ti, Number(select.value), null, false));
       const note = el("p", { class: "note" });
+      const focus = el("div", { class: "finding-focus", id: "finding-focus-" + ti });
+      focus.hidden = true;
       const div = el("div", { class: "plot gantt", id: "gantt-" + ti });
-      card.append(controls, note, div);
+      card.append(controls, focus, note, div);
       box.append(card);
-      GANTT[ti] = { select, buttons, note, div, card };
+      GANTT[ti] = { select, buttons, note, focus, div, card };
     });
   }
   function laneLabel(g, lane, single) {
@@ -288,6 +290,8 @@
     box.select.value = String(step);
     for (const [name, b] of Object.entries(box.buttons)) b.classList.toggle("active", t.defaults[name] === step);
     box.div.setAttribute("data-step", String(step));
+    box.div.setAttribute("data-finding", finding ? String(t.findings.indexOf(finding)) : "");
+    showFinding(ti, finding);
     const layout = {
       barmode: "overlay", margin: { t: 40, r: 10, b: 45, l: 110 }, showlegend: true,
       legend: { orientation: "h", y: 1.0, yanchor: "bottom" },
@@ -330,6 +334,17 @@
           " · %{customdata[1]} at +%{customdata[2]}<br>%{customdata[3]}<br>%{customdata[4]}<extra></extra>",
       });
     }
+    const named = new Set(finding && finding.names ? finding.names : []);
+    const outlined = g.start.map((_, i) => i).filter((i) => named.has(t.strings[g.name[i]]));
+    if (outlined.length) {  // the events the finding's evidence names, outlined on top
+      data.push({
+        type: "bar", orientation: "h", name: "finding evidence", y: outlined.map((i) => lanes[g.lane[i]]), width: 0.95,
+        base: outlined.map((i) => g.start[i] / 1e3), x: outlined.map((i) => Math.max(g.dur[i], 1) / 1e3),
+        marker: { color: "rgba(0, 0, 0, 0)", line: { color: "#111", width: 2 } },
+        customdata: outlined.map((i) => [esc(t.strings[g.name[i]]), fmtNs(g.dur[i]), fmtNs(g.start[i])]),
+        hovertemplate: "<b>%{customdata[0]}</b><br>named in the finding's evidence · %{customdata[1]} at +%{customdata[2]}<extra></extra>",
+      });
+    }
     for (const [rank, device, , dur] of g.windows) {
       if (single) layout.shapes.push({ type: "line", x0: dur / 1e3, x1: dur / 1e3, yref: "paper", y0: 0, y1: 1,
         line: { color: "#555", dash: "dot", width: 1 } });
@@ -346,7 +361,10 @@
     layout.height = Math.max(220, 90 + 28 * lanes.length);
     let text = "Step " + step + ": " + fmtInt(g.total) + " device events on " + lanes.length + " streams";
     if (g.shown < g.total) text += "; showing the " + fmtInt(g.shown) + " longest (cap " + fmtInt(t.max_events) + ")";
-    if (finding) text += ". Highlighted: evidence of the " + finding.rule + " finding \u201c" + finding.title + "\u201d";
+    if (finding) {
+      text += ". Highlighted: evidence of the " + finding.rule + " finding \u201c" + finding.title + "\u201d";
+      if (outlined.length) text += " (" + fmtInt(outlined.length) + " events it names outlined)";
+    }
     box.note.textContent = text + ".";
     return Plotly.react(box.div, data, layout, CONFIG);
   }
@@ -434,50 +452,90 @@
       box.append(table(["status", "check", "detail"], rows, ["", "text", "detail"]));
     });
   }
-  function buildFindings() {
+  function buildFindings() {  // per trace: the top findings by impact, the rest folded
     const box = document.getElementById("findings-list");
     TRACES.forEach((t, ti) => {
-      if (TRACES.length > 1) box.append(el("h3", { text: t.overview.label }));
-      if (!t.findings.length) { box.append(el("p", { text: "No findings." })); return; }
-      const rules = new Map();
-      for (const f of t.findings) { if (!rules.has(f.rule)) rules.set(f.rule, []); rules.get(f.rule).push(f); }
-      for (const [rule, list] of rules) {
-        list.sort((a, b) => (SEVERITY_ORDER[a.severity] ?? 9) - (SEVERITY_ORDER[b.severity] ?? 9) || (a.step ?? -1) - (b.step ?? -1));
-        const counts = t.finding_counts[rule] || {};
-        const total = Object.values(counts).reduce((a, b) => a + b, 0);
-        const det = el("details", list.length <= 12 ? { class: "rule", open: "" } : { class: "rule" });
-        det.append(el("summary", { text: rule + " — " + Object.entries(counts)
-          .sort((a, b) => (SEVERITY_ORDER[a[0]] ?? 9) - (SEVERITY_ORDER[b[0]] ?? 9))
-          .map(([k, v]) => fmtInt(v) + " " + k).join(", ") }));
-        if (total > list.length) {
-          det.append(el("p", { class: "note", text: "The " + list.length + " most severe and largest of " +
-            fmtInt(total) + " are listed; tracekit report --format json has every one." }));
-        }
-        for (const f of list) det.append(findingNode(ti, f));
-        box.append(det);
+      const part = el("div", { class: "trace-findings", id: "findings-" + ti });
+      if (TRACES.length > 1) part.append(el("h3", { text: t.overview.label }));
+      box.append(part);
+      if (!t.findings.length) { part.append(el("p", { text: "No findings." })); return; }
+      const shown = t.findings_shown;
+      part.append(findingTable(ti, t.findings.slice(0, shown), 0));
+      const rest = t.findings.slice(shown);
+      if (rest.length) {
+        const more = el("details", { class: "more-findings" },
+          el("summary", { text: fmtInt(rest.length) + " more finding" + (rest.length === 1 ? "" : "s") }));
+        more.append(findingTable(ti, rest, shown));
+        part.append(more);
+      }
+      if (t.findings_total > t.findings.length) {
+        part.append(el("p", { class: "note", text: "The page carries the top " + fmtInt(t.findings.length) +
+          " of " + fmtInt(t.findings_total) + " findings; tracekit report --format json has every one." }));
       }
     });
   }
-  function findingNode(ti, f) {
-    const node = el("div", { class: "finding" });
-    const head = el("div", {}, el("span", { class: "sev sev-" + f.severity, text: f.severity }));
-    if (f.step !== null && f.step !== undefined) {
-      const b = el("button", { type: "button", class: "step-link", text: "step " + f.step });
-      b.addEventListener("click", () => selectStep(ti, f.step, f, true));
-      head.append(b);
+  function findingTable(ti, list, offset) {
+    const t = el("table", { class: "findings" });
+    const head = ["#", "impact", "share", "severity", "rule", "finding", "steps", "advice"];
+    const cls = ["num", "num", "num", "", "", "", "", ""];
+    t.append(el("tr", {}, ...head.map((h, i) => el("th", { class: cls[i] || "text", text: h }))));
+    list.forEach((f, k) => t.append(findingRow(ti, f, offset + k + 1)));
+    return t;
+  }
+  function findingRow(ti, f, rank) {
+    const drill = f.step !== null && f.step !== undefined;
+    const row = el("tr", drill ? { class: "finding-row", tabindex: "0", "data-finding": String(rank - 1),
+      "data-step": String(f.step), title: "Open step " + f.step + " (the worst) in the drill-down" }
+      : { class: "finding-row no-step", "data-finding": String(rank - 1) });
+    const what = el("td", { class: "what" },
+      el("div", { class: "title one-line", title: f.title + (f.pattern ? "\npattern: " + f.pattern : ""), text: f.title }),
+      el("div", { class: "detail one-line", title: f.detail, text: f.detail }));
+    const where = el("td", { class: "where" }, el("div", { text: f.steps_text }));
+    if (f.worst_text) where.append(el("div", { class: "note", text: f.worst_text }));
+    row.append(
+      el("td", { class: "num", text: String(rank) }), el("td", { class: "num", text: fmtNs(f.impact_ns) }),
+      el("td", { class: "num", text: fmtPct(f.impact_share) }),
+      el("td", {}, el("span", { class: "sev sev-" + f.severity, text: f.severity })),
+      el("td", { class: "rule", text: f.rule }), what, where,
+      el("td", { class: "advice" }, el("div", { class: "clamp2", title: f.advice || "", text: f.advice || "-" })));
+    if (drill) {
+      const open = () => {
+        document.querySelectorAll("#findings-" + ti + " tr.selected").forEach((r) => r.classList.remove("selected"));
+        row.classList.add("selected");
+        selectStep(ti, f.step, f, true);
+      };
+      row.addEventListener("click", open);
+      row.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); open(); } });
     }
-    if (f.rank !== null && f.rank !== undefined) head.append(el("span", { class: "note", text: "rank " + f.rank + " dev " + f.device + " · " }));
-    head.append(el("span", { class: "title", text: f.title }));
-    node.append(head, el("div", { class: "detail", text: f.detail }));
-    const metrics = Object.entries(f.metrics || {}).map(([k, v]) =>
+    return row;
+  }
+  function showFinding(ti, finding) {  // above the drill-down: what the chart highlights, as text
+    const t = TRACES[ti], focus = GANTT[ti].focus;
+    focus.replaceChildren();
+    focus.hidden = !finding;
+    if (!finding) return;
+    const rank = t.findings.indexOf(finding) + 1;
+    focus.append(el("div", { class: "title" }, el("span", { class: "sev sev-" + finding.severity, text: finding.severity }),
+      el("span", { text: (rank ? "#" + rank + " " : "") + "[" + finding.rule + "] " + finding.title })));
+    const share = finding.impact_share === null || finding.impact_share === undefined ? ""
+      : " (" + fmtPct(finding.impact_share) + " of the step time)";
+    focus.append(el("div", { class: "note", text: "impact " + fmtNs(finding.impact_ns) + share + " · steps: " +
+      finding.steps_text + (finding.worst_text ? " · " + finding.worst_text : "") }));
+    focus.append(el("div", { class: "detail", text: finding.detail }));
+    if (finding.advice) focus.append(el("div", { class: "advice", text: "What to change: " + finding.advice }));
+    if (finding.names && finding.names.length) {
+      const names = el("div", { class: "names" }, el("span", { text: "Outlined in the chart (named in the evidence): " }));
+      finding.names.forEach((n) => names.append(el("code", { text: n })));
+      focus.append(names);
+    }
+    const metrics = Object.entries(finding.metrics || {}).map(([k, v]) =>
       k + " " + (typeof v !== "number" ? String(v) : k.endsWith("_ns") ? fmtNs(v) : /share|ratio/.test(k) ? fmtPct(v) : fmtInt(v)));
-    if (metrics.length) node.append(el("div", { class: "metrics", text: metrics.join(" · ") }));
-    if (f.evidence && Object.keys(f.evidence).length) {
-      let text = JSON.stringify(f.evidence, null, 1);
+    if (metrics.length) focus.append(el("div", { class: "metrics", text: "worst step: " + metrics.join(" · ") }));
+    if (finding.evidence && Object.keys(finding.evidence).length) {
+      let text = JSON.stringify(finding.evidence, null, 1);
       if (text.length > 6000) text = text.slice(0, 6000) + "\n… (full evidence in --format json)";
-      node.append(el("details", {}, el("summary", { text: "evidence" }), el("pre", { text })));
+      focus.append(el("details", {}, el("summary", { text: "evidence" }), el("pre", { text })));
     }
-    return node;
   }
   function kernelTable(rows, shareLabel) {
     return table(["kernel", "category", "count", "total", "mean", shareLabel, "steps"], rows.map((k) => {
