@@ -13,6 +13,7 @@ from tracekit.rules.patterns import (
     COLLECTIVES,
     PATTERN_OPTIONS,
     chain_key,
+    collective,
     label,
     severity,
     summarise,
@@ -29,6 +30,24 @@ def test_label_keeps_what_tells_kernels_apart() -> None:
     assert label("hcom_allReduce__586_0_1") == label("hcom_allReduce__100_7_1") == "hcom_allReduce"
     assert label("triton_poi_fused_add_mul_3") == "triton_poi_fused_add_mul"
     assert label(None) == "?"
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        (
+            "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+            "all_reduce",
+        ),
+        ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(...)", "all_reduce"),
+        ("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "all_gather"),
+        ("hcom_reduceScatter__123_0_1", "reduce_scatter"),
+        ("void deep_ep::internode_ll::dispatch<...>(...)", "all_to_all"),
+        ("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", None),
+    ],
+)
+def test_collective_kind_from_the_name(name: str, kind: str | None) -> None:
+    assert collective(name) == kind
 
 
 def test_chain_key_lists_the_first_members() -> None:

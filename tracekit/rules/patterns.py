@@ -54,7 +54,8 @@ _NOT_HINTS = {"BinaryFunctor", "AUnaryFunctor", "BUnaryFunctor", "gpu_kernel_imp
 # The collectives by name (first match): the advice kind of a communication pattern.
 COLLECTIVES = (
     ("all_to_all", re.compile(r"(?i)all_?to_?all|alltoall|dispatch|combine|a2a")),
-    ("all_reduce", re.compile(r"(?i)all_?reduce")),
+    # vLLM's and SGLang's custom all-reduce kernels name the reduction only
+    ("all_reduce", re.compile(r"(?i)all_?reduce|cross_device_reduce")),
     ("all_gather", re.compile(r"(?i)all_?gather")),
     ("reduce_scatter", re.compile(r"(?i)reduce_?scatter")),
 )
