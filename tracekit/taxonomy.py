@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from tracekit.errors import TraceError
-from tracekit.timeline import DEVICE_KINDS, Timeline
+from tracekit.timeline import DEVICE_KINDS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -297,8 +297,3 @@ def guessed_comm(
     """The kernels of ``df`` counted as communication only because their names look like it:
     ``name``, ``rows`` and ``ns`` (summed duration), most time first."""
     return classified(df, vendor, taxonomy)[1]
-
-
-def classify_timeline(timeline: Timeline, patterns: str | Path | None = None) -> pl.DataFrame:
-    """The timeline's rows with the taxonomy columns (built-in tables plus ``patterns``)."""
-    return classify(timeline.df, vendor_of(timeline.meta), load_patterns(patterns))

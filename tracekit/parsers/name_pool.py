@@ -33,11 +33,6 @@ class NamePool:
         pos = np.clip(np.searchsorted(self._ids, ids), 0, len(self._ids) - 1)
         return np.where(self._ids[pos] == ids, self._rows[pos], -1)
 
-    def value_of_id(self, string_id: int) -> str | None:
-        """The string stored under ``string_id`` in the id table, if any."""
-        row = int(self._rows_of(np.array([string_id], dtype=np.int64))[0])
-        return None if row < 0 else self._values[0][row].as_py()
-
     def value_at(self, index: int) -> str | None:
         """The string at pool index ``index`` (as returned by the ``from_*`` methods)."""
         if index < 0:

@@ -46,17 +46,6 @@ def us_text_ns(values: pl.Expr) -> pl.Expr:
     return pl.when(ok).then(pl.when(negative).then(-magnitude).otherwise(magnitude))
 
 
-def us_series_ns(values: pl.Series) -> pl.Series:
-    """:func:`us_text_ns` applied to a Series (numbers are formatted first)."""
-    if values.dtype.is_float():
-        ns, ok = json_us_ns(values.to_list())
-        return pl.Series(values.name, ns).scatter(np.nonzero(~ok)[0], None)
-    if values.dtype.is_integer():
-        return values.cast(pl.Int64) * 1000
-    frame = pl.DataFrame({"v": values.cast(pl.String)})
-    return frame.select(us_text_ns(pl.col("v"))).to_series().alias(values.name)
-
-
 def json_us_ns(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     """µs values decoded from JSON (text, int or float) -> (int64 ns, valid mask)."""
     if not values:
@@ -148,11 +137,3 @@ def float_text(column: str) -> pl.Expr:
     """Decimal text -> Float64 (null for N/A)."""
     text = pl.col(column).cast(pl.String).str.strip_chars(_STRIP)
     return text.cast(pl.Float64, strict=False).alias(column)
-
-
-def monotonic_to_epoch_ns(
-    mono_ns: np.ndarray, begin_epoch_us: int, begin_mono_ns: int
-) -> np.ndarray:
-    """Device-monotonic ns -> epoch ns, anchored at ``start_info``'s pair
-    (``collectionTimeBegin`` µs epoch, ``clockMonotonicRaw`` ns)."""
-    return mono_ns - np.int64(begin_mono_ns) + np.int64(begin_epoch_us) * 1000

@@ -83,19 +83,6 @@ class AgentTable:
         self.unknown.add(str(label))
         return None
 
-    def is_cpu(self, label: Any) -> bool:
-        """True when a label names a CPU agent this table knows (or says ``CPU N``)."""
-        if label is None:
-            return False
-        match = _LABEL.match(str(label))
-        if not match:
-            return False
-        if match.group(1) == "CPU":
-            return True
-        number = int(match.group(2))
-        agent = next((a for a in self.agents if a.node_id == number), None)
-        return agent is not None and agent.type == "CPU"
-
     def map_labels(self, labels: pl.Series) -> pl.Series:
         """Vectorised :meth:`device_of` over a column of labels (Int32, null for none)."""
         uniques = labels.unique().drop_nulls().to_list()
