@@ -80,16 +80,22 @@ def ranked(findings: list[Finding]) -> list[Finding]:
 @dataclass
 class Context:
     """What a rule reads: every row with taxonomy columns, the device work rows with their
-    ``step``, those rows cut to their step's window, the step windows and metrics, and how
-    steps were found."""
+    ``step``, those rows cut to their step's window, the step windows and metrics, how
+    steps were found, and the collectives matched across ranks with their waits
+    (:func:`tracekit.metrics.waits.collectives`) and the ranks' clock offsets.
+
+    A cluster merged from per-rank results has empty ``rows``, ``work``, ``in_windows`` and
+    no ``steps``: rules that need rows return nothing there."""
 
     rows: pl.DataFrame
     work: pl.DataFrame
     in_windows: pl.DataFrame
     windows: pl.DataFrame
     step_metrics: pl.DataFrame
-    steps: Steps
+    steps: Steps | None
     meta: dict[str, Any]
+    collectives: pl.DataFrame = field(default_factory=pl.DataFrame)
+    clocks: pl.DataFrame = field(default_factory=pl.DataFrame)
 
 
 @dataclass(frozen=True)

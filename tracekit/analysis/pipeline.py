@@ -11,7 +11,9 @@ import polars as pl
 from tracekit.analysis.result import Analysis
 from tracekit.checks import run_checks
 from tracekit.metrics import MIN_BUBBLE_NS
+from tracekit.metrics.collectives import launches
 from tracekit.metrics.steps import clipped, step_metrics
+from tracekit.metrics.waits import align, sync_waits
 from tracekit.model import Context, ranked
 from tracekit.rules.registry import select
 from tracekit.steps import Steps, assign, find_steps, infer_phases, review, windows
@@ -63,10 +65,15 @@ def analyze(
     steps, work = place_steps(rows, timeline.meta, step_marker)
     wins = windows(work)
     in_windows = clipped(work, wins)
-    metrics = step_metrics(work, wins, min_bubble_ns, in_windows, steps.ranges)
-    ctx = Context(rows, work, in_windows, wins, metrics, steps, timeline.meta)
+    launched = launches(work, timeline.meta.get("origin_ns"))
+    matched, clocks = align(launched)
+    waits = sync_waits(matched)
+    metrics = step_metrics(work, wins, min_bubble_ns, in_windows, steps.ranges, waits)
+    ctx = Context(rows, work, in_windows, wins, metrics, steps, timeline.meta, matched, clocks)
     findings = ranked([finding for rule in chosen for finding in rule.run(ctx)])
-    checks = run_checks(rows, work, wins, metrics, steps, timeline.meta, guessed, in_windows)
+    checks = run_checks(
+        rows, work, wins, metrics, steps, timeline.meta, guessed, in_windows, matched, clocks
+    )
     return Analysis(
         timeline,
         rows,
@@ -78,4 +85,6 @@ def analyze(
         findings,
         [r.id for r in chosen],
         checks,
+        matched,
+        clocks,
     )

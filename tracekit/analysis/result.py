@@ -24,7 +24,9 @@ class Analysis:
     ``rows`` are the timeline's rows with the taxonomy columns; ``work`` the device work rows
     with their ``step`` (``in_windows``: the same cut to their step's window); ``windows`` the
     step windows per (rank, device); ``findings`` one per pattern, ranked by impact
-    (:func:`tracekit.model.ranked`).
+    (:func:`tracekit.model.ranked`); ``collectives`` every communication launch matched
+    across ranks with its aligned arrival and wait (:mod:`tracekit.metrics.waits`);
+    ``clocks`` each rank's clock offset (:mod:`tracekit.metrics.clocks`).
     """
 
     timeline: Timeline
@@ -37,6 +39,8 @@ class Analysis:
     findings: list[Finding] = field(default_factory=list)
     rules: list[str] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
+    collectives: pl.DataFrame = field(default_factory=pl.DataFrame)
+    clocks: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     @cached_property
     def placement(self) -> dict[str, int]:

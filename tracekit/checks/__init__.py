@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+from tracekit.checks.cluster import cluster_checks
 from tracekit.checks.comm import communicates, unknown_comm
 from tracekit.checks.identities import identity_checks
 from tracekit.checks.vendor import vendor_checks
@@ -27,10 +28,13 @@ def run_checks(
     meta: dict[str, Any],
     guessed: pl.DataFrame | None = None,
     in_windows: pl.DataFrame | None = None,
+    collectives: pl.DataFrame | None = None,
+    clocks: pl.DataFrame | None = None,
 ) -> list[Check]:
     """Every check of one analysis, failing ones first. ``guessed`` lists the kernels counted
     as communication by their look alone (:func:`tracekit.taxonomy.guessed_comm`);
-    ``in_windows`` is the work rows cut to their step's window (made here when None)."""
+    ``in_windows`` is the work rows cut to their step's window (made here when None);
+    ``collectives`` and ``clocks`` add the cross-rank checks of a trace with several ranks."""
     labels = steps.ranges.select("rank", "step", "label")
     checks = identity_checks(rows, work, windows, metrics, steps, meta)
     checks.append(communicates(work, meta))
@@ -39,4 +43,6 @@ def run_checks(
     if in_windows is None:
         in_windows = clipped(work, windows)
     checks += vendor_checks(rows, in_windows, labels, meta)
+    if collectives is not None and clocks is not None:
+        checks += cluster_checks(collectives, clocks, meta)
     return ordered(checks)

@@ -40,11 +40,13 @@ def step_metrics(
     min_bubble_ns: int = MIN_BUBBLE_NS,
     in_windows: pl.DataFrame | None = None,
     ranges: pl.DataFrame | None = None,
+    waits: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The metrics table (columns :data:`METRIC_COLUMNS`) from classified, assigned work rows
     (``tracekit.steps.assign`` after ``tracekit.taxonomy.classify``) and their windows;
     ``in_windows`` is ``clipped(work, windows)`` when the caller already has it; ``ranges``
-    (the steps' ``rank, step, phase, tokens``) gives each step its phase and tokens."""
+    (the steps' ``rank, step, phase, tokens``) gives each step its phase and tokens;
+    ``waits`` (:func:`tracekit.metrics.waits.sync_waits`) its ``sync_wait_ns``."""
     rows = clipped(work, windows) if in_windows is None else in_windows
     comm = rows.filter(pl.col("is_comm"))
     compute = rows.filter(IS_COMPUTE)
@@ -68,12 +70,16 @@ def step_metrics(
         comm_bubble_totals(rows, min_bubble_ns),
         sums,
     ]
+    if waits is not None:
+        parts.append(waits.select(*KEY, "sync_wait_ns"))
     out = windows.select(*KEY, "start", "dur")
     for part in parts:
         out = out.join(part, on=KEY, how="left")
     if ranges is not None:
         phases = ranges.select("rank", "step", "phase", "tokens")
         out = out.join(phases, on=["rank", "step"], how="left")
+    if "sync_wait_ns" not in out.columns:
+        out = out.with_columns(sync_wait_ns=pl.lit(0, pl.Int64))
     zero = [c for c in out.columns if c.endswith("_ns") or c == "bubble_count"]
     out = out.with_columns(pl.col(zero).fill_null(0).cast(pl.Int64))
     for name, dtype in (("phase", pl.String), ("tokens", pl.Int64)):

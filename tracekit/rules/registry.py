@@ -1,4 +1,4 @@
-"""The rules tracekit knows: the built-in four and any registered by other packages under
+"""The rules tracekit knows: the built-in five and any registered by other packages under
 the entry-point group ``tracekit.rules`` (each entry point names a :class:`Rule` subclass)."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from tracekit.rules.bubbles import Bubbles
 from tracekit.rules.fallback import Fallback
 from tracekit.rules.mc2 import Mc2
 from tracekit.rules.overlap import Overlap
+from tracekit.rules.stragglers import Stragglers
 
-BUILTIN: tuple[type[Rule], ...] = (Overlap, Fallback, Mc2, Bubbles)
+BUILTIN: tuple[type[Rule], ...] = (Overlap, Fallback, Mc2, Bubbles, Stragglers)
 GROUP = "tracekit.rules"
 
 

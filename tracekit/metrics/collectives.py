@@ -1,0 +1,153 @@
+"""Collective instances: every communication launch of every rank, keyed so that the same
+collective can be found on each rank of its group.
+
+A communication row (``is_comm``, not a task of another row) becomes one *launch*: its
+``group`` (what must match across ranks), its ``instance`` within the group, its absolute
+start and end (``ts + origin_ns``: ranks loaded apart keep their own origin) and, where the
+trace records sizes, its ``bytes``.
+
+How launches are keyed, most specific first:
+
+* a PyTorch ``record_param_comms`` launch (NCCL/RCCL args ``pg_name``, ``collective``):
+  group = collective kind @ process group; instance = its ``seq`` where the trace has one,
+  else its order within the group and step;
+* an HCCL ``hcom_*`` operator (args ``group``): group = operator @ HCCL group, instance =
+  order within the group and step (the name's counters are per rank, not shared);
+* a fused MoE operator (DeepEP, MC² ``MoeDistributeDispatch``/``Combine``) or any other
+  communication kernel: group = its name's label (dispatch and combine stay apart),
+  instance = order within the step.
+
+Order within the step assumes that step ``i`` is the same step on every rank; launches
+outside steps are ordered over the whole trace.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from tracekit.names import kernel_key, short_name
+from tracekit.timeline import is_part
+
+# The collective kinds by name or by PyTorch's "Collective name" (first match wins).
+KINDS = (
+    ("all_to_all", r"all_?to_?all|alltoall|dispatch|combine|a2a"),
+    ("reduce_scatter", r"reduce_?scatter"),
+    ("all_gather", r"all_?gather"),
+    ("all_reduce", r"all_?reduce|cross_device_reduce"),
+    ("broadcast", r"broadcast|bcast"),
+    ("send_recv", r"send_?recv|sendrecv|\bsend\b|\brecv\b|_send|_recv|p2p"),
+    ("reduce", r"reduce"),
+    ("barrier", r"barrier"),
+)
+DTYPE_BYTES = (
+    (r"float64|double|int64|long|fp64|uint64", 8),
+    (r"float32|^float$|fp32|int32|^int$|uint32|tf32", 4),
+    (r"bfloat16|bf16|half|float16|fp16|int16|short", 2),
+    (r"int8|uint8|byte|char|bool|fp8|float8|hif8", 1),
+)
+LAUNCH_COLUMNS = {
+    "rank": pl.Int32,
+    "device": pl.Int32,
+    "step": pl.Int64,
+    "group": pl.String,
+    "kind": pl.String,
+    "instance": pl.String,
+    "name": pl.String,
+    "start": pl.Int64,
+    "end": pl.Int64,
+    "bytes": pl.Int64,
+    "group_size": pl.Int64,
+}
+
+
+def kind_of(text: pl.Expr) -> pl.Expr:
+    """The collective kind (:data:`KINDS`) of a name or collective-name column, or null."""
+    low = text.str.to_lowercase()
+    out = pl.lit(None, pl.String)
+    for kind, pattern in reversed(KINDS):
+        out = pl.when(low.str.contains(pattern)).then(pl.lit(kind)).otherwise(out)
+    return out
+
+
+def dtype_bytes(dtype: pl.Expr) -> pl.Expr:
+    """Bytes per element of a dtype name (PyTorch ``Float``/``BFloat16``, HCCL ``FP32``…)."""
+    low = dtype.str.to_lowercase()
+    out = pl.lit(None, pl.Int64)
+    for pattern, size in reversed(DTYPE_BYTES):
+        out = pl.when(low.str.contains(pattern)).then(pl.lit(size, pl.Int64)).otherwise(out)
+    return out
+
+
+def _arg(key: str) -> pl.Expr:
+    return pl.col("args").str.json_path_match(f"$.{key}")
+
+
+def _labels(names: pl.Series) -> dict[str, str]:
+    return {n: short_name(kernel_key(n), 80) for n in names.unique().drop_nulls().to_list()}
+
+
+def launches(work: pl.DataFrame, origin_ns: int | None = None) -> pl.DataFrame:
+    """One row per communication launch of ``work`` (columns :data:`LAUNCH_COLUMNS`),
+    ``start``/``end`` in absolute ns (``ts + origin_ns``)."""
+    rows = work.filter(pl.col("is_comm") & ~is_part())
+    if rows.height == 0:
+        return pl.DataFrame(schema=LAUNCH_COLUMNS)
+    origin = int(origin_ns or 0)
+    rows = rows.select(
+        "rank",
+        "device",
+        pl.col("step").cast(pl.Int64),
+        "is_fused_comm",
+        name=pl.col("name").cast(pl.String),
+        start=pl.col("ts") + origin,
+        end=pl.col("ts") + pl.col("dur") + origin,
+        pg=_arg("pg_name"),
+        coll=_arg("collective"),
+        hccl=_arg("group"),
+        seq=_arg("seq"),
+        nelems=pl.max_horizontal(
+            _arg("in_nelems").cast(pl.Int64, strict=False),
+            _arg("out_nelems").cast(pl.Int64, strict=False),
+        ),
+        count=_arg("count").cast(pl.Int64, strict=False),
+        dtype=_arg("dtype"),
+        group_size=_arg("group_size").cast(pl.Int64, strict=False),
+    )
+    labels = _labels(rows["name"])
+    rows = rows.with_columns(
+        label=pl.col("name").replace_strict(labels, default=pl.col("name")),
+        kind=pl.coalesce(kind_of(pl.col("coll")), kind_of(pl.col("name"))),
+    )
+    by_pg = pl.col("pg").is_not_null() & ~pl.col("is_fused_comm")
+    by_hccl = pl.col("hccl").is_not_null() & ~pl.col("is_fused_comm") & pl.col("pg").is_null()
+    rows = rows.with_columns(
+        group=pl.when(by_pg)
+        .then(pl.format("{} @ pg {}", pl.coalesce("kind", "label"), "pg"))
+        .when(by_hccl)
+        .then(pl.format("{} @ {}", "label", "hccl"))
+        .otherwise("label"),
+        bytes=pl.coalesce("nelems", "count") * dtype_bytes(pl.col("dtype")),
+    )
+    order = pl.int_range(pl.len()).over("rank", "device", "group", "step", order_by="start")
+    numbered = pl.format("{}:{}", pl.col("step").fill_null(-1), order)
+    rows = rows.with_columns(
+        instance=pl.when(by_pg & pl.col("seq").is_not_null())
+        .then(pl.format("seq {}", "seq"))
+        .otherwise(numbered)
+    )
+    return rows.select([pl.col(c).cast(t) for c, t in LAUNCH_COLUMNS.items()]).sort(
+        "rank", "start", "group"
+    )
+
+
+def bus_factor(kind: pl.Expr, ranks: pl.Expr) -> pl.Expr:
+    """nccl-tests' bus-bandwidth factor of a collective ``kind`` over ``ranks`` ranks
+    (``all_reduce`` 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n; others 1)."""
+    n = ranks.cast(pl.Float64)
+    return (
+        pl.when(kind == "all_reduce")
+        .then(2 * (n - 1) / n)
+        .when(kind.is_in(["all_gather", "reduce_scatter", "all_to_all"]))
+        .then((n - 1) / n)
+        .otherwise(1.0)
+    )

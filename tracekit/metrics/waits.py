@@ -1,0 +1,145 @@
+"""Waits at collectives across ranks: who arrived last, how long the others waited.
+
+After the clocks are aligned (:mod:`.clocks`), a launch's *arrival* is its aligned start:
+a collective kernel starts when its stream reaches it and then spins until every rank of
+the group has arrived. A launch's ``wait_ns`` is the time from its arrival to the last
+rank's arrival, at most its own duration; the last rank *caused* the others' waits. Per
+(rank, device, step), ``sync_wait_ns`` sums the waits of that rank's launches in the step.
+Only the ranks in the trace count: when a group has ranks that were not profiled, the
+real last rank may be missing (the ``collectives`` check says so).
+
+A match is only trusted where it holds: the launches of a group count (``matched``) when
+their instances were seen on more than one rank and, after alignment, the group's ends
+agree (median distance from the instance's median end at most :data:`END_TOLERANCE` of
+the group's median duration, or :data:`END_SLACK_NS`). Where they do not (sampled traces,
+point-to-point sends, a rank missing a launch so that order no longer pairs the same
+collective), the launches keep ``wait_ns`` null and count in no sum.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from tracekit.metrics import KEY
+from tracekit.metrics.clocks import INSTANCE, clock_offsets
+from tracekit.metrics.collectives import bus_factor
+
+COLLECTIVE_COLUMNS = (
+    "group",
+    "kind",
+    "instance",
+    "rank",
+    "device",
+    "step",
+    "name",
+    "start",
+    "end",
+    "arrival",
+    "finish",
+    "wait_ns",
+    "last_rank",
+    "last_device",
+    "skew_ns",
+    "ranks",
+    "matched",
+    "end_spread_ns",
+    "group_size",
+    "bytes",
+    "algbw_gbps",
+    "busbw_gbps",
+)
+END_TOLERANCE = 0.1
+END_SLACK_NS = 5_000
+STRAGGLER_COLUMNS = {
+    "step": pl.Int64,
+    "rank": pl.Int32,
+    "device": pl.Int32,
+    "wait_ns": pl.Int64,
+    "waiters": pl.Int64,
+    "instances": pl.Int64,
+}
+
+
+def collectives(launches: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
+    """The launches matched across ranks with aligned times and their waits (columns
+    :data:`COLLECTIVE_COLUMNS`): ``arrival``/``finish`` in the lowest rank's clock,
+    ``wait_ns``, the instance's ``last_rank`` and arrival ``skew_ns``, how many ``ranks``
+    launched it, and algorithm / bus bandwidth in GB/s (bytes over the time from the last
+    arrival to the launch's end) where sizes are known."""
+    rows = launches.join(clocks.select("rank", "offset_ns"), on="rank", how="left").with_columns(
+        arrival=pl.col("start") - pl.col("offset_ns").fill_null(0),
+        finish=pl.col("end") - pl.col("offset_ns").fill_null(0),
+    )
+    last = pl.col("arrival").max().over(INSTANCE)
+    rows = rows.with_columns(
+        ranks=pl.col("rank").n_unique().over(INSTANCE).cast(pl.Int64),
+        _off_end=(pl.col("finish") - pl.col("finish").median().over(INSTANCE)).abs(),
+    )
+    shared = pl.col("ranks") > 1
+    spread = pl.col("_off_end").filter(shared).median().over("group")
+    typical = pl.col("end").sub(pl.col("start")).filter(shared).median().over("group")
+    rows = rows.with_columns(end_spread_ns=spread.round(0).cast(pl.Int64)).with_columns(
+        matched=shared
+        & (
+            pl.col("end_spread_ns")
+            <= pl.max_horizontal(typical * END_TOLERANCE, pl.lit(END_SLACK_NS))
+        ).fill_null(False)
+    )
+    wait = pl.min_horizontal(
+        pl.max_horizontal(last - pl.col("arrival"), 0), pl.col("end") - pl.col("start")
+    )
+    rows = rows.with_columns(
+        skew_ns=last - pl.col("arrival").min().over(INSTANCE),
+        wait_ns=pl.when("matched").then(wait),
+        last_rank=pl.col("rank").sort_by("arrival", "rank", "device").last().over(INSTANCE),
+        last_device=pl.col("device").sort_by("arrival", "rank", "device").last().over(INSTANCE),
+        _transfer=pl.col("finish") - last,
+    )
+    algbw = pl.when(pl.col("_transfer") > 0).then(pl.col("bytes") / pl.col("_transfer"))
+    n = pl.coalesce("group_size", "ranks")
+    rows = rows.with_columns(algbw_gbps=algbw).with_columns(
+        busbw_gbps=pl.col("algbw_gbps") * bus_factor(pl.col("kind"), n)
+    )
+    return rows.select(COLLECTIVE_COLUMNS).sort("group", "instance", "rank")
+
+
+def sync_waits(table: pl.DataFrame) -> pl.DataFrame:
+    """``sync_wait_ns`` per (rank, device, step): the summed waits of the rank's launches."""
+    return (
+        table.filter(pl.col("step").is_not_null() & pl.col("matched"))
+        .group_by(KEY)
+        .agg(sync_wait_ns=pl.col("wait_ns").sum().cast(pl.Int64))
+    )
+
+
+def stragglers(table: pl.DataFrame) -> pl.DataFrame:
+    """Per step, the rank (and its device) whose late arrivals caused the most waiting
+    (columns :data:`STRAGGLER_COLUMNS`): ``wait_ns`` it caused over the step's launches
+    (each wait counted in the step of the waiting launch), how many launches ``waiters``
+    waited on it, in how many ``instances``. Steps where nobody waited have no row."""
+    waited = table.filter(pl.col("step").is_not_null() & (pl.col("wait_ns") > 0))
+    if waited.height == 0:
+        return pl.DataFrame(schema=STRAGGLER_COLUMNS)
+    per_rank = waited.group_by("step", "last_rank", "last_device").agg(
+        wait_ns=pl.col("wait_ns").sum(),
+        waiters=pl.len(),
+        instances=pl.struct(INSTANCE).n_unique(),
+    )
+    top = per_rank.sort(["step", "wait_ns", "last_rank"], descending=[False, True, False])
+    top = top.group_by("step", maintain_order=True).first()
+    top = top.rename({"last_rank": "rank", "last_device": "device"})
+    return top.select([pl.col(c).cast(t) for c, t in STRAGGLER_COLUMNS.items()]).sort("step")
+
+
+def align(launched: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The launches matched and aligned, and the clock offsets: offsets first from every
+    collective seen on several ranks, then again from the groups whose ends agreed (so that
+    a group of point-to-point sends cannot pull the clocks)."""
+    clocks = clock_offsets(launched)
+    table = collectives(launched, clocks)
+    loose = table.filter(~pl.col("matched") & (pl.col("ranks") > 1))
+    if loose.height and table["matched"].any():
+        trusted = table.filter(pl.col("matched")).select("group").unique()
+        clocks = clock_offsets(launched.join(trusted, on="group", how="semi"))
+        table = collectives(launched, clocks)
+    return table, clocks
