@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("metrics",),
     ("checks", "rules"),
     ("analysis",),
-    ("diff",),
+    ("cluster", "diff"),
     ("reports",),
     ("demo",),
     ("cli", "__init__"),

@@ -1,5 +1,5 @@
 """The `tracekit` command line (typer): info, summary, analyze, check, report, rules, convert,
-demo, diff.
+demo, diff, cluster.
 
 The commands are in :mod:`.commands` and :mod:`.diff_command`, what they share in
 :mod:`.common`; :data:`app` lists them and :func:`run` is the console entry point.
@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from tracekit.cli.cluster_command import cluster_command
 from tracekit.cli.commands import (
     analyze,
     check,
@@ -55,6 +56,7 @@ app.command()(convert)
 app.command()(demo)
 app.command()(formats)
 app.command(name="diff")(diff_command)
+app.command(name="cluster")(cluster_command)
 
 
 def _usage_errors() -> tuple[type[Exception], Any]:

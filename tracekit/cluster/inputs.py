@@ -1,0 +1,30 @@
+"""The inputs of a cluster: which files or folders hold its ranks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tracekit.errors import TraceError
+from tracekit.parsers.kineto import KINETO, is_rank_folder
+from tracekit.parsers.kineto.detect import trace_files
+from tracekit.runs import parser_for
+
+RANK_FOLDER_SUFFIXES = ("_ascend_pt", "_ascend_ms")
+
+
+def rank_inputs(path: str | Path) -> list[Path]:
+    """The inputs to analyse one by one: a folder of torch_npu rank folders
+    (``rank0_ascend_pt`` …) or of per-rank Kineto files gives one input per rank; any other
+    file or folder (a merged multi-rank trace, a PROF_ folder) is one input."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise TraceError(f"{path}: no such file or folder")
+    kids = [c for c in sorted(path.iterdir()) if not c.name.startswith(".")]
+    ranks = [c for c in kids if c.is_dir() and c.name.endswith(RANK_FOLDER_SUFFIXES)]
+    if len(ranks) > 1:
+        return ranks
+    if parser_for(path) is KINETO and is_rank_folder(path):
+        return trace_files(path)
+    return [path]

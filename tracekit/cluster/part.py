@@ -1,0 +1,140 @@
+"""One input of a cluster, analysed where it is read: the compact :class:`Part` that travels
+back to the merge (step metrics, communication launches, findings, checks and a few
+downsampled drill-down rows), never the timeline."""
+
+from __future__ import annotations
+
+import resource
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from tracekit.analysis import Analysis, analyze
+from tracekit.analysis.result import steps_summary
+from tracekit.checks.cluster import CHECKS as CLUSTER_CHECKS
+from tracekit.load import load
+from tracekit.metrics.collectives import launches
+from tracekit.model import Check, Finding
+from tracekit.rules.registry import available
+
+DRILL_ROWS = 2_000  # device rows kept per drilled-down (rank, device, step), longest first
+DRILL_COLUMNS = ("rank", "device", "step", "start", "dur", "kind", "name", "stream", "is_comm")
+CROSS_RANK_RULES = ("stragglers",)  # rules that run on the merged cluster, not on a part
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How every part is analysed: the rules and their options, the step marker, extra
+    taxonomy patterns (as for :func:`tracekit.analyze`)."""
+
+    rules: tuple[str, ...] | None = None
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    step_marker: str | None = None
+    patterns: str | None = None
+
+    def part_rules(self) -> list[str] | None:
+        """The rules a part runs: the chosen ones but the cross-rank ones."""
+        chosen = list(self.rules) if self.rules is not None else list(available())
+        return [r for r in chosen if r not in CROSS_RANK_RULES]
+
+    def part_options(self) -> dict[str, dict[str, Any]]:
+        """The rule options of the rules a part runs."""
+        return {k: v for k, v in self.options.items() if k not in CROSS_RANK_RULES}
+
+
+@dataclass
+class Part:
+    """What one input sends back: its ``source``, ``ranks``, ``events``, a few metadata keys,
+    how its steps were found, ``step_metrics``, ``launches`` (absolute ns), ``findings`` and
+    ``checks`` of its own, ``drill`` rows (absolute ns) and the worker's peak RSS in bytes."""
+
+    source: str
+    ranks: list[int]
+    events: int
+    meta: dict[str, Any]
+    steps: dict[str, Any]
+    low_confidence: str | None
+    step_metrics: pl.DataFrame
+    launches: pl.DataFrame
+    findings: list[Finding]
+    checks: list[Check]
+    drill: pl.DataFrame
+    peak_rss: int = 0
+
+
+META_KEYS = ("format", "producer", "world_size", "devices", "warnings", "origin_ns")
+
+
+def drill_rows(analysis: Analysis, per_step: int = DRILL_ROWS) -> pl.DataFrame:
+    """Per (rank, device): the device rows of its slowest step and of its median step, the
+    ``per_step`` longest of each, in absolute ns."""
+    metrics = analysis.step_metrics
+    if metrics.height == 0:
+        return pl.DataFrame(schema={c: pl.Null for c in DRILL_COLUMNS})
+    ordered = metrics.sort("dur", "step").with_columns(
+        _i=pl.int_range(pl.len()).over("rank", "device"), _n=pl.len().over("rank", "device")
+    )
+    chosen = ordered.filter(
+        (pl.col("_i") == pl.col("_n") - 1) | (pl.col("_i") == pl.col("_n") // 2)
+    )
+    origin = int(analysis.timeline.meta.get("origin_ns") or 0)
+    rows = analysis.work.join(
+        chosen.select("rank", "device", "step"), on=["rank", "device", "step"]
+    )
+    rows = rows.sort("dur", descending=True).with_columns(
+        _k=pl.int_range(pl.len()).over("rank", "device", "step")
+    )
+    return (
+        rows.filter(pl.col("_k") < per_step)
+        .select(
+            "rank",
+            "device",
+            "step",
+            start=pl.col("ts") + origin,
+            dur="dur",
+            kind=pl.col("kind").cast(pl.String),
+            name=pl.col("name").cast(pl.String),
+            stream="stream",
+            is_comm="is_comm",
+        )
+        .sort("rank", "device", "step", "start")
+    )
+
+
+def analyse_part(path: str | Path, settings: Settings | None = None) -> Part:
+    """Load and analyse one input of a cluster and keep what the merge needs."""
+    settings = settings or Settings()
+    timeline = load(path)
+    analysis = analyze(
+        timeline,
+        settings.part_rules(),
+        settings.part_options(),
+        step_marker=settings.step_marker,
+        patterns=settings.patterns,
+    )
+    meta = timeline.meta
+    part = Part(
+        source=str(meta.get("source") or path),
+        ranks=sorted(analysis.step_metrics["rank"].unique().drop_nulls().to_list())
+        or list(meta.get("ranks") or []),
+        events=len(timeline),
+        meta={k: meta.get(k) for k in META_KEYS},
+        steps=steps_summary(analysis.steps, analysis.placement),
+        low_confidence=analysis.low_confidence,
+        step_metrics=analysis.step_metrics,
+        launches=launches(analysis.work, meta.get("origin_ns")),
+        findings=analysis.findings,
+        checks=[c for c in analysis.checks if c.name not in CLUSTER_CHECKS],
+        drill=drill_rows(analysis),
+    )
+    part.peak_rss = peak_rss()
+    return part
+
+
+def peak_rss() -> int:
+    """This process's peak resident memory in bytes."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
