@@ -44,5 +44,5 @@ def run_checks(
         in_windows = clipped(work, windows)
     checks += vendor_checks(rows, in_windows, labels, meta)
     if collectives is not None and clocks is not None:
-        checks += cluster_checks(collectives, clocks, meta)
+        checks += cluster_checks(collectives, clocks, meta, metrics["rank"].n_unique())
     return ordered(checks)

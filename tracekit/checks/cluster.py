@@ -15,12 +15,21 @@ MIN_INSTANCES = 3  # offsets resting on fewer collectives are a guess
 
 
 def cluster_checks(
-    collectives: pl.DataFrame, clocks: pl.DataFrame, meta: dict[str, Any]
+    collectives: pl.DataFrame, clocks: pl.DataFrame, meta: dict[str, Any], ranks: int
 ) -> list[Check]:
-    """``clock_alignment`` and ``collective_matching`` when the trace holds several ranks
-    (none for one rank)."""
-    if clocks.height < 2:
+    """``clock_alignment`` and ``collective_matching`` when the trace holds several
+    (``ranks``) ranks; none for one rank."""
+    if ranks < 2:
         return []
+    if collectives.height == 0:
+        return [
+            Check(
+                "collective_matching",
+                "warn",
+                f"no communication launches in {ranks} ranks: clocks not aligned, no waits"
+                " measured",
+            )
+        ]
     return [clock_alignment(clocks), collective_matching(collectives, meta)]
 
 

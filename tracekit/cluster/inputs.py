@@ -7,15 +7,16 @@ from pathlib import Path
 from tracekit.errors import TraceError
 from tracekit.parsers.kineto import KINETO, is_rank_folder
 from tracekit.parsers.kineto.detect import trace_files
-from tracekit.runs import parser_for
+from tracekit.runs import find_runs, parser_for
 
 RANK_FOLDER_SUFFIXES = ("_ascend_pt", "_ascend_ms")
 
 
 def rank_inputs(path: str | Path) -> list[Path]:
     """The inputs to analyse one by one: a folder of torch_npu rank folders
-    (``rank0_ascend_pt`` …) or of per-rank Kineto files gives one input per rank; any other
-    file or folder (a merged multi-rank trace, a PROF_ folder) is one input."""
+    (``rank0_ascend_pt`` …), of per-rank Kineto files or of any traces (one per rank, e.g.
+    Nsight Systems reports) gives one input per entry; a file or a folder that is one trace
+    (a merged multi-rank trace, a PROF_ folder) is one input."""
     path = Path(path)
     if path.is_file():
         return [path]
@@ -27,4 +28,4 @@ def rank_inputs(path: str | Path) -> list[Path]:
         return ranks
     if parser_for(path) is KINETO and is_rank_folder(path):
         return trace_files(path)
-    return [path]
+    return find_runs(str(path))

@@ -11,7 +11,9 @@ import polars as pl
 from tracekit.analysis import Analysis
 from tracekit.checks.cluster import cluster_checks
 from tracekit.cluster.part import CROSS_RANK_RULES, Part, Settings, drill_rows
+from tracekit.cluster.ranks import distinct_ranks
 from tracekit.metrics import KEY
+from tracekit.metrics.collectives import LAUNCH_COLUMNS
 from tracekit.metrics.columns import METRIC_COLUMNS
 from tracekit.metrics.steps import phase_summary
 from tracekit.metrics.waits import align, stragglers, sync_waits
@@ -92,23 +94,27 @@ def _part_summary(part: Part) -> dict[str, Any]:
     }
 
 
-def _frames(frames: list[pl.DataFrame]) -> pl.DataFrame:
+def _frames(frames: list[pl.DataFrame], schema: Any = None) -> pl.DataFrame:
     kept = [f for f in frames if f.height]
-    return pl.concat(kept, how="diagonal_relaxed") if kept else pl.DataFrame()
+    if kept:
+        return pl.concat(kept, how="diagonal_relaxed")
+    return pl.DataFrame(schema=schema) if schema else pl.DataFrame()
 
 
 def merge(parts: list[Part], settings: Settings | None = None) -> ClusterAnalysis:
     """The cluster of ``parts`` (in the given order): their launches matched and aligned,
     ``sync_wait_ns`` joined into their step metrics, the cross-rank rules run."""
     settings = settings or Settings()
-    launched = _frames([p.launches for p in parts])
+    parts, numbering = distinct_ranks(parts)
+    launched = _frames([p.launches for p in parts], LAUNCH_COLUMNS)
     origins = [int(p.meta.get("origin_ns") or 0) for p in parts]
     origin = min(origins, default=0)
     metrics = _frames(  # every part's step starts relative to the earliest part's origin
         [
             p.step_metrics.with_columns(pl.col("start") + (o - origin))
             for p, o in zip(parts, origins)
-        ]
+        ],
+        parts[0].step_metrics.schema if parts else None,
     )
     table, clocks = align(launched)
     waits = sync_waits(table)
@@ -139,7 +145,7 @@ def merge(parts: list[Part], settings: Settings | None = None) -> ClusterAnalysi
         clocks=clocks,
         stragglers=stragglers(table),
         findings=ranked(found),
-        checks=ordered(cluster_checks(table, clocks, meta) + own),
+        checks=ordered(numbering + cluster_checks(table, clocks, meta, len(meta["ranks"])) + own),
         drill=_frames([p.drill for p in parts]),
         meta=meta,
     )

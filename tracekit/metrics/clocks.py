@@ -44,6 +44,8 @@ def clock_offsets(launches: pl.DataFrame) -> pl.DataFrame:
     ``offset_ns`` (the estimate where ``applied``, else 0) to subtract from its times."""
     ranks = launches.select(pl.col("rank").unique().sort()).to_series()
     rows = shared(launches).select("rank", *INSTANCE, "end")
+    # epoch ns (~1.8e18) are beyond float64's exact integers: work relative to the first end
+    rows = rows.with_columns(pl.col("end") - pl.col("end").min())
     if rows.height == 0:
         frame = pl.DataFrame({"rank": ranks}).with_columns(
             offset_ns=0, estimate_ns=0, spread_ns=0, instances=0, applied=False

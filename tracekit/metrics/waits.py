@@ -60,6 +60,11 @@ STRAGGLER_COLUMNS = {
 }
 
 
+def _relative(column: str) -> pl.Expr:
+    """``column`` (epoch ns) minus its minimum: small enough for exact float medians."""
+    return pl.col(column) - pl.col(column).min()
+
+
 def collectives(launches: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
     """The launches matched across ranks with aligned times and their waits (columns
     :data:`COLLECTIVE_COLUMNS`): ``arrival``/``finish`` in the lowest rank's clock,
@@ -73,8 +78,8 @@ def collectives(launches: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
     last = pl.col("arrival").max().over(INSTANCE)
     rows = rows.with_columns(
         ranks=pl.col("rank").n_unique().over(INSTANCE).cast(pl.Int64),
-        _off_end=(pl.col("finish") - pl.col("finish").median().over(INSTANCE)).abs(),
-    )
+        _rel=_relative("finish"),
+    ).with_columns(_off_end=(pl.col("_rel") - pl.col("_rel").median().over(INSTANCE)).abs())
     shared = pl.col("ranks") > 1
     spread = pl.col("_off_end").filter(shared).median().over("group")
     typical = pl.col("end").sub(pl.col("start")).filter(shared).median().over("group")

@@ -52,15 +52,21 @@ def stragglers_of(cluster: ClusterAnalysis) -> list[Finding]:
     return [f for f in cluster.findings if f.rule == "stragglers"]
 
 
+def _no_stragglers(cluster: ClusterAnalysis) -> str:
+    if not cluster.collectives.height or not cluster.collectives["matched"].any():
+        return "not measured (no collective matched across ranks)"
+    return "none (no rank made the others wait)"
+
+
 def _headline(cluster: ClusterAnalysis) -> str:
     ranks = cluster.ranks
     world = cluster.meta.get("world_size")
     of = f" of {world:,}" if world and world > len(ranks) else ""
     inputs = len(cluster.parts)
+    steps = cluster.step_metrics["step"].n_unique() if cluster.step_metrics.height else 0
     return (
         f"cluster: {len(ranks)} ranks{of} from {inputs} input{'s' * (inputs != 1)}, "
-        f"{cluster.step_metrics['step'].n_unique() if cluster.step_metrics.height else 0}"
-        f" steps, {cluster.collectives.height:,} collective launches"
+        f"{steps} step{'s' * (steps != 1)}, {cluster.collectives.height:,} collective launches"
     )
 
 
@@ -116,7 +122,7 @@ def cluster_terminal(cluster: ClusterAnalysis) -> Group:
             parts.append(Text(f"… {ranks.height - MAX_RANKS} more ranks (--format json)"))
     found = stragglers_of(cluster)
     if not found:
-        parts.append(Text("stragglers: none (no rank made the others wait)"))
+        parts.append(Text(f"stragglers: {_no_stragglers(cluster)}"))
     for finding in found[:TOP]:
         parts.append(Text(f"{finding.severity}: {printable(finding.title)}", style="bold"))
         parts.append(Text(f"  {printable(finding.detail)}"))
@@ -152,7 +158,7 @@ def cluster_markdown(cluster: ClusterAnalysis) -> str:
     lines += ["", "### Stragglers", ""]
     found = stragglers_of(cluster)
     if not found:
-        lines.append("None: no rank made the others wait.")
+        lines.append(_no_stragglers(cluster).capitalize() + ".")
     for finding in found[:TOP]:
         lines.append(
             f"- **{finding.severity}** {md_text(finding.title)}: {md_text(finding.detail)}"

@@ -8,7 +8,9 @@ from pathlib import Path
 import msgspec
 
 from tracekit.analysis import Analysis
+from tracekit.cluster.result import from_analysis
 from tracekit.errors import TraceError
+from tracekit.reports.cluster_text import cluster_markdown
 from tracekit.reports.html import labels, payload, render_html
 from tracekit.reports.markdown import render_markdown
 
@@ -42,9 +44,17 @@ def render(
     if form == "html":
         return render_html(payload(analyses, extra_steps=steps, max_events=max_events))
     if form == "md":
-        return "\n".join(render_markdown(a.to_dict()) for a in analyses)
+        return "\n".join(_markdown(a) for a in analyses)
     if form == "json":
         traces = [{"label": label, **a.to_dict()} for a, label in zip(analyses, labels(analyses))]
         text = msgspec.json.format(msgspec.json.encode({"traces": traces}), indent=2)
         return text.decode() + "\n"
     raise ValueError(f"unknown report form {form!r}")
+
+
+def _markdown(analysis: Analysis) -> str:
+    """One trace's Markdown; a trace of several ranks adds the cluster view."""
+    text = render_markdown(analysis.to_dict())
+    if analysis.step_metrics["rank"].n_unique() > 1:
+        text += "\n" + cluster_markdown(from_analysis(analysis))
+    return text

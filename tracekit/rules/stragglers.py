@@ -133,8 +133,8 @@ class Stragglers(Rule):
                 f"{row['pattern']} is a persistent straggler: last to arrive in {n} of "
                 f"{waited_steps} steps, the others waited {row['impact_ns']:,} ns"
                 if persistent
-                else f"{row['pattern']} arrived last in {n} step(s): the others waited "
-                f"{row['impact_ns']:,} ns"
+                else f"{row['pattern']} arrived last in {n} step{'s' * (n != 1)}: the others"
+                f" waited {row['impact_ns']:,} ns"
             )
             return {
                 "title": title,
