@@ -94,10 +94,11 @@ def main() -> None:
         for workers in (1, 2):
             r = run(folder, workers)
             results[workers].append(r)
+            main_mib, worker_mib = r["main_rss"] / 2**20, r["worker_rss"] / 2**20
             print(
-                f"run {i + 1} workers={workers}: {r['wall']:.2f} s, main peak"
-                f" {r['main_rss'] / 2**20:,.0f} MiB, worker peak {r['worker_rss'] / 2**20:,.0f} MiB,"
-                f" {r['ranks']} ranks, {r['steps']} rank-steps, stragglers {r['stragglers']}"
+                f"run {i + 1} workers={workers}: {r['wall']:.2f} s, main peak {main_mib:,.0f}"
+                f" MiB, worker peak {worker_mib:,.0f} MiB, {r['ranks']} ranks,"
+                f" {r['steps']} rank-steps, stragglers {r['stragglers']}"
             )
     for workers, rs in results.items():
         walls = [r["wall"] for r in rs]
