@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from tracekit.intervals import union_length
 from tracekit.metrics import KEY
 from tracekit.metrics.clocks import INSTANCE, clock_offsets
 from tracekit.metrics.collectives import bus_factor
@@ -48,6 +49,7 @@ COLLECTIVE_COLUMNS = (
     "algbw_gbps",
     "busbw_gbps",
 )
+WAIT_SCHEMA = {"rank": pl.Int32, "device": pl.Int32, "step": pl.Int64, "sync_wait_ns": pl.Int64}
 END_TOLERANCE = 0.1
 END_SLACK_NS = 5_000
 STRAGGLER_COLUMNS = {
@@ -109,11 +111,20 @@ def collectives(launches: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
 
 
 def sync_waits(table: pl.DataFrame) -> pl.DataFrame:
-    """``sync_wait_ns`` per (rank, device, step): the summed waits of the rank's launches."""
+    """``sync_wait_ns`` per (rank, device, step): how long the rank's launches in the step
+    waited, as the union of their waits (each from the launch's arrival), so that two
+    launches waiting at once (two streams, or a fused operator and its AI CPU shadow) count
+    the time once."""
+    waiting = table.filter(
+        pl.col("step").is_not_null() & pl.col("matched") & (pl.col("wait_ns") > 0)
+    )
+    if waiting.height == 0:
+        return pl.DataFrame(schema=WAIT_SCHEMA)
+    spans = waiting.select(*KEY, ts=pl.col("arrival"), dur=pl.col("wait_ns"))
     return (
-        table.filter(pl.col("step").is_not_null() & pl.col("matched"))
-        .group_by(KEY)
-        .agg(sync_wait_ns=pl.col("wait_ns").sum().cast(pl.Int64))
+        union_length(spans, KEY)
+        .rename({"busy": "sync_wait_ns"})
+        .with_columns(pl.col("sync_wait_ns").cast(pl.Int64))
     )
 
 

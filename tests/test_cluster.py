@@ -1,0 +1,163 @@
+"""`tracekit cluster`: the same result in this process, on local worker processes and on a
+dask LocalCluster; the real multi-rank samples analysed as clusters; errors in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from fixtures.cluster_scenario import Late, build_cluster
+from fixtures.cluster_writers import write_kineto_cluster, write_torch_npu_cluster
+from tracekit.cluster import analyze_cluster
+from tracekit.cluster.inputs import rank_inputs
+from tracekit.errors import TraceError
+
+REAL = os.environ.get("TRACEKIT_REAL_TRACES")
+needs_real = pytest.mark.skipif(not REAL, reason="TRACEKIT_REAL_TRACES not set")
+
+
+@pytest.fixture(scope="module")
+def kineto_ranks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """4 Kineto rank files, rank 2 late by 150 µs in every step."""
+    cluster = build_cluster(4, steps=3, late=[Late(2, s, 150_000) for s in range(3)])
+    return write_kineto_cluster(cluster, tmp_path_factory.mktemp("ranks") / "run")
+
+
+def _dicts(path: Path, **how: object) -> dict:
+    return analyze_cluster(path, **how).to_dict()  # type: ignore[arg-type]
+
+
+def test_inputs_are_the_rank_files(kineto_ranks: Path, tmp_path: Path) -> None:
+    assert [p.name for p in rank_inputs(kineto_ranks)] == [f"rank{r}.json" for r in range(4)]
+    cluster = build_cluster(2, vendor="ascend", steps=2)
+    folder = write_torch_npu_cluster(cluster, tmp_path / "npu")
+    assert [p.name for p in rank_inputs(folder)] == ["rank0_ascend_pt", "rank1_ascend_pt"]
+    one = kineto_ranks / "rank0.json"
+    assert rank_inputs(one) == [one]
+
+
+def test_local_processes_equal_one_process(kineto_ranks: Path) -> None:
+    here = _dicts(kineto_ranks, workers=1)
+    assert _dicts(kineto_ranks, workers=2) == here
+    late = [f for f in here["findings"] if f["rule"] == "stragglers"]
+    assert [(f["pattern"], f["metrics"]["persistent"]) for f in late] == [("rank 2", True)]
+    assert [s["rank"] for s in here["stragglers"]] == [2, 2, 2]
+
+
+def test_a_dask_local_cluster_equals_the_local_run(kineto_ranks: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        cluster.wait_for_workers(2)
+        workers = len(cluster.workers)
+        on_dask = _dicts(kineto_ranks, scheduler=cluster.scheduler_address)
+    assert workers == 2
+    assert on_dask == _dicts(kineto_ranks, workers=1)
+
+
+def test_only_compact_results_travel(kineto_ranks: Path) -> None:
+    from tracekit.cluster import Settings, analyse_part
+
+    part = analyse_part(kineto_ranks / "rank1.json", Settings())
+    assert part.ranks == [1] and part.events > 400
+    assert part.launches.height < part.events / 10
+    counts = part.drill.group_by("rank", "device", "step").len()["len"]
+    assert counts.max() <= 2_000 and part.drill["step"].n_unique() <= 2
+    assert "stragglers" not in {f.rule for f in part.findings}  # it runs on the merge
+
+
+def test_a_scheduler_that_cannot_be_reached_is_one_line(kineto_ranks: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tracekit", "cluster", str(kineto_ranks)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TRACEKIT_SCHEDULER": "tcp://127.0.0.1:9"},
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "cannot connect" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_scheduler_without_workers_fails_instead_of_hanging(
+    kineto_ranks: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    distributed = pytest.importorskip("distributed")
+    from tracekit.cluster import run
+
+    monkeypatch.setattr(run, "NO_WORKER_TIMEOUT_S", 1)
+    with (
+        distributed.LocalCluster(n_workers=0, dashboard_address=None) as cluster,
+        pytest.raises(TraceError, match="no worker"),
+    ):
+        analyze_cluster(kineto_ranks, scheduler=cluster.scheduler_address)
+
+
+def test_cli_forms(kineto_ranks: Path, tmp_path: Path) -> None:
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "tracekit", "cluster", str(kineto_ranks), "-w", "1", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    data = json.loads(cli("-f", "json").stdout)
+    assert data["ranks"] == [0, 1, 2, 3]
+    assert {row["step"] for row in data["step_metrics"]} == {0, 1, 2}
+    markdown = cli("-f", "md").stdout
+    assert "### Per rank" in markdown and "rank 2 is a persistent straggler" in markdown
+    page = tmp_path / "cluster.html"
+    done = cli("-f", "html", "-o", str(page))
+    assert done.returncode == 0 and page.stat().st_size > 1_000_000
+    bad = cli("-f", "pdf")
+    assert bad.returncode == 2 and "choose term, md, json or html" in bad.stderr
+
+
+REAL_CLUSTERS = {
+    # path: (ranks, persistent straggler or None, whether waits were measured)
+    "amd/kineto_mi300_ddp4rank_rccl_FUSED/merged_all_events.json.gz": ([0, 1, 2, 3], 3, True),
+    "ascend/msinsight_torchnpu_910B_2rank/text/level1": ([0, 1], None, True),
+    "ascend/msinsight_torchnpu_910B_2rank/db/level1": ([0, 1], None, True),
+    "nvidia/hta-sampled-world128-multistream": ([0, 1], None, False),
+}
+
+
+@needs_real
+@pytest.mark.parametrize("path", sorted(REAL_CLUSTERS))
+def test_real_multi_rank_samples_analyse_as_clusters(path: str) -> None:
+    ranks, persistent, measured = REAL_CLUSTERS[path]
+    cluster = analyze_cluster(Path(REAL) / path, workers=1)  # type: ignore[arg-type]
+    assert cluster.ranks == ranks
+    waits = cluster.step_metrics["sync_wait_ns"]
+    late = [f for f in cluster.findings if f.rule == "stragglers"]
+    checks = {c.name: c for c in cluster.checks}
+    if measured:
+        assert cluster.collectives["matched"].all() and waits.sum() > 0
+        assert checks["collective_matching"].status == "pass"
+    else:  # 2 of 128 ranks, SendRecv ends 10 ms apart: nothing matched, and it says so
+        assert not cluster.collectives["matched"].any() and waits.sum() == 0
+        assert checks["collective_matching"].status == "warn" and not late
+        assert "128 ranks, 2 in the trace" in checks["collective_matching"].detail
+    found = [f for f in late if f.metrics["persistent"]]
+    assert [f.metrics["rank"] for f in found] == ([persistent] if persistent is not None else [])
+
+
+@needs_real
+def test_the_mi300_straggler_numbers() -> None:
+    """Rank 3 of the MI300 DDP run arrives last at every all-reduce and broadcast: the other
+    three ranks wait for it; it waits for nobody."""
+    path = Path(REAL) / "amd/kineto_mi300_ddp4rank_rccl_FUSED/merged_all_events.json.gz"  # type: ignore[arg-type]
+    cluster = analyze_cluster(path, workers=1)
+    per_rank = cluster.step_metrics.group_by("rank").agg(pl.col("sync_wait_ns").sum()).sort("rank")
+    waits = dict(per_rank.iter_rows())
+    assert waits[3] == 0 and min(waits[r] for r in (0, 1, 2)) > 30_000_000
+    assert cluster.stragglers["rank"].to_list() == [3, 3, 3]
+    assert cluster.collectives.height == 84
