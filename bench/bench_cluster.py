@@ -81,8 +81,8 @@ def main() -> None:
     """Write the input once, then time 1 and 2 workers alternating."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, default=64)
-    parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--layers", type=int, default=61)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--cache", type=Path, default=CACHE)
     args = parser.parse_args()
