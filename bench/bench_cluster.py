@@ -98,7 +98,7 @@ def main() -> None:
             print(
                 f"run {i + 1} workers={workers}: {r['wall']:.2f} s, main peak {main_mib:,.0f}"
                 f" MiB, worker peak {worker_mib:,.0f} MiB, {r['ranks']} ranks,"
-                f" {r['steps']} rank-steps, stragglers {r['stragglers']}"
+                f" {r['steps']} rank-steps, stragglers {r['stragglers']}, digest {r['digest']}"
             )
     for workers, rs in results.items():
         walls = [r["wall"] for r in rs]

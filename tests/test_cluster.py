@@ -100,6 +100,27 @@ def test_a_scheduler_without_workers_fails_instead_of_hanging(
         analyze_cluster(kineto_ranks, scheduler=cluster.scheduler_address)
 
 
+def test_a_worker_that_dies_is_reported_in_one_line(kineto_ranks: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    from tracekit.cluster.part import Settings
+    from tracekit.cluster.run import on_dask
+
+    def die(path: str, settings: Settings) -> None:  # pickled by value to the worker
+        import os
+
+        os._exit(3)
+
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        pytest.raises(TraceError) as failed,
+    ):
+        on_dask([str(kineto_ranks / "rank0.json")], Settings(), cluster.scheduler_address, die)
+    message = str(failed.value)
+    assert "\n" not in message and "KilledWorker" in message
+
+
 def test_cli_forms(kineto_ranks: Path, tmp_path: Path) -> None:
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -119,6 +140,45 @@ def test_cli_forms(kineto_ranks: Path, tmp_path: Path) -> None:
     assert done.returncode == 0 and page.stat().st_size > 1_000_000
     bad = cli("-f", "pdf")
     assert bad.returncode == 2 and "choose term, md, json or html" in bad.stderr
+
+
+def _nccl_trace(rank: int, seqs: list[int], late_us: int) -> dict:
+    """A two-step Kineto trace of one rank: all-reduces with PyTorch's ``Seq``; seq 2 ends at
+    the same moment on both ranks, one rank arriving ``late_us`` after the other."""
+    events: list[dict] = [
+        {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{s}", "pid": 1, "tid": 1,
+         "ts": 1_000_000 + s * 10_000, "dur": 9_000}
+        for s in range(2)
+    ]  # fmt: skip
+    for seq in seqs:
+        start = 1_000_100 + (seq - 1) * 3_000
+        end = start + 1_000 + (500 if seq == 2 else 0)
+        args = {
+            "device": 0, "stream": 7, "correlation": 100 + seq, "Collective name": "allreduce",
+            "In msg nelems": 1024, "Out msg nelems": 1024, "Group size": 2, "dtype": "Float",
+            "Process Group Name": "0", "Process Group Ranks": "[0, 1]", "Seq": seq,
+        }  # fmt: skip
+        start += late_us if seq == 2 else 0
+        events.append(
+            {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+             "pid": 0, "tid": 7, "ts": start, "dur": end - start, "args": args}
+        )  # fmt: skip
+    info = {"backend": "nccl", "rank": rank, "world_size": 2}
+    return {"schemaVersion": 1, "distributedInfo": info, "traceEvents": events}
+
+
+def test_seq_numbers_match_across_a_missing_launch(tmp_path: Path) -> None:
+    """Rank 1's trace lacks seq 1: by order its first launch would pair with rank 0's seq 1;
+    by ``Seq`` it pairs with seq 2, where rank 0 waited 500 µs for it."""
+    (tmp_path / "rank0.json").write_text(json.dumps(_nccl_trace(0, [1, 2, 3], 0)))
+    (tmp_path / "rank1.json").write_text(json.dumps(_nccl_trace(1, [2, 3], 500)))
+    cluster = analyze_cluster(tmp_path, workers=1)
+    table = cluster.collectives.sort("instance", "rank")
+    assert table["instance"].to_list() == ["seq 1", "seq 2", "seq 2", "seq 3", "seq 3"]
+    assert table["matched"].to_list() == [False, True, True, True, True]
+    assert table["wait_ns"].to_list() == [None, 500_000, 0, 0, 0]
+    matching = next(c for c in cluster.checks if c.name == "ranks.matching")
+    assert matching.status == "warn" and "1 launches were seen on one rank only" in matching.detail
 
 
 REAL_CLUSTERS = {
@@ -141,11 +201,11 @@ def test_real_multi_rank_samples_analyse_as_clusters(path: str) -> None:
     checks = {c.name: c for c in cluster.checks}
     if measured:
         assert cluster.collectives["matched"].all() and waits.sum() > 0
-        assert checks["collective_matching"].status == "pass"
+        assert checks["ranks.matching"].status == "pass"
     else:  # 2 of 128 ranks, SendRecv ends 10 ms apart: nothing matched, and it says so
         assert not cluster.collectives["matched"].any() and waits.sum() == 0
-        assert checks["collective_matching"].status == "warn" and not late
-        assert "128 ranks, 2 in the trace" in checks["collective_matching"].detail
+        assert checks["ranks.matching"].status == "warn" and not late
+        assert "128 ranks, 2 in the trace" in checks["ranks.matching"].detail
     found = [f for f in late if f.metrics["persistent"]]
     assert [f.metrics["rank"] for f in found] == ([persistent] if persistent is not None else [])
 

@@ -332,7 +332,7 @@ def test_real_cluster_pages(name: str, tmp_path: Path) -> None:
         assert data["findings"]["stragglers"][0]["metrics"]["persistent"] is True
         assert warned == []
     if name == "hta":  # matching fails there and the page says so first
-        assert {"clock_alignment", "collective_matching"} <= set(warned)
+        assert {"ranks.clocks", "ranks.matching"} <= set(warned)
         assert data["header"]["matched"] == 0 and data["header"]["world_size"] == 128
 
 

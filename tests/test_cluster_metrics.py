@@ -75,9 +75,9 @@ def test_waits_and_the_straggler_per_step() -> None:
     assert instance["algbw_gbps"].to_list() == pytest.approx([160.0] * 3)
     assert instance["busbw_gbps"].to_list() == pytest.approx([160.0 * 4 / 3] * 3)
     checks = {c.name: c for c in cluster_checks(table, clocks, {}, 3)}
-    assert checks["clock_alignment"].status == "pass"
-    assert checks["collective_matching"].status == "pass"
-    assert checks["collective_matching"].actual == 30
+    assert checks["ranks.clocks"].status == "pass"
+    assert checks["ranks.matching"].status == "pass"
+    assert checks["ranks.matching"].actual == 30
 
 
 def test_ends_that_disagree_are_not_matched_and_say_so() -> None:
@@ -90,8 +90,8 @@ def test_ends_that_disagree_are_not_matched_and_say_so() -> None:
     assert sync_waits(table).height == 0
     assert stragglers(table).height == 0
     checks = {c.name: c for c in cluster_checks(table, clocks, {"world_size": 8}, 3)}
-    detail = checks["collective_matching"].detail
-    assert checks["collective_matching"].status == "warn"
+    detail = checks["ranks.matching"].detail
+    assert checks["ranks.matching"].status == "warn"
     assert "0 of 30" in detail and "not counted" in detail and "8 ranks, 3 in the trace" in detail
 
 

@@ -53,8 +53,8 @@ def test_clocks_are_aligned_to_the_planted_offsets(planted) -> None:
     for rank, planted_ns in cluster.offsets_ns.items():
         assert abs(offsets[rank] - (planted_ns - base)) <= TOLERANCE_NS
     checks = {c.name: c.status for c in analysis.checks}
-    assert checks["clock_alignment"] == "pass"
-    assert checks["collective_matching"] == "pass"
+    assert checks["ranks.clocks"] == "pass"
+    assert checks["ranks.matching"] == "pass"
 
 
 def test_sync_wait_per_rank_and_step_equals_the_truth(planted) -> None:

@@ -10,26 +10,35 @@ import polars as pl
 from tracekit.metrics.waits import END_SLACK_NS
 from tracekit.model import Check, ns_text
 
-CHECKS = ("clock_alignment", "collective_matching")
+CHECKS = ("ranks.clocks", "ranks.matching")
 MIN_INSTANCES = 3  # offsets resting on fewer collectives are a guess
 
 
 def cluster_checks(
     collectives: pl.DataFrame, clocks: pl.DataFrame, meta: dict[str, Any], ranks: int
 ) -> list[Check]:
-    """``clock_alignment`` and ``collective_matching`` when the trace holds several
+    """``ranks.clocks`` and ``ranks.matching`` when the trace holds several
     (``ranks``) ranks; none for one rank."""
     if ranks < 2:
         return []
     if collectives.height == 0:
         return [
             Check(
-                "collective_matching",
+                "ranks.matching",
                 "warn",
                 f"no communication launches in {ranks} ranks: clocks not aligned, no waits"
                 " measured",
             )
         ]
+    if not collectives["matched"].any():
+        spread = int(collectives["end_spread_ns"].max() or 0)
+        clock = Check(
+            "ranks.clocks",
+            "warn",
+            f"no collective lines up across ranks (ends {ns_text(spread)} apart): the ranks'"
+            " clocks are not aligned and no waits are measured",
+        )
+        return [clock, collective_matching(collectives, meta)]
     return [clock_alignment(clocks), collective_matching(collectives, meta)]
 
 
@@ -50,14 +59,14 @@ def clock_alignment(clocks: pl.DataFrame) -> Check:
     )
     if fewest == 0:
         return Check(
-            "clock_alignment",
+            "ranks.clocks",
             "warn",
             "no collective was seen on two ranks: the ranks' clocks are not aligned and no"
             " waits are measured",
         )
     if fewest < MIN_INSTANCES or worst > END_SLACK_NS:
-        return Check("clock_alignment", "warn", f"{detail}; waits may be off by that much")
-    return Check("clock_alignment", "pass", detail, actual=worst)
+        return Check("ranks.clocks", "warn", f"{detail}; waits may be off by that much")
+    return Check("ranks.clocks", "pass", detail, actual=worst)
 
 
 def collective_matching(collectives: pl.DataFrame, meta: dict[str, Any]) -> Check:
@@ -65,7 +74,7 @@ def collective_matching(collectives: pl.DataFrame, meta: dict[str, Any]) -> Chec
     ends disagree (their waits are not used) and on groups with ranks not in the trace."""
     total = collectives.height
     if total == 0:
-        return Check("collective_matching", "pass", "no communication launches")
+        return Check("ranks.matching", "pass", "no communication launches")
     matched = int(collectives["matched"].sum())
     present = collectives["rank"].n_unique()
     problems = []
@@ -80,6 +89,12 @@ def collective_matching(collectives: pl.DataFrame, meta: dict[str, Any]) -> Chec
             f"{group}: {n:,} launches whose ends differ by {ns_text(spread or 0)} after"
             " alignment (not the same collective on each rank?): their waits are not counted"
         )
+    alone = collectives.filter(pl.col("ranks") == 1).height
+    if alone:
+        problems.append(
+            f"{alone:,} launches were seen on one rank only (not profiled on the others, or a"
+            " trace cut short): they wait for nobody here"
+        )
     sizes = collectives.select(pl.col("group_size").max()).item()
     world = meta.get("world_size")
     largest = max(int(sizes or 0), int(world or 0) if sizes is None else 0)
@@ -90,5 +105,5 @@ def collective_matching(collectives: pl.DataFrame, meta: dict[str, Any]) -> Chec
         )
     detail = f"{matched:,} of {total:,} communication launches matched across {present} ranks"
     if problems:
-        return Check("collective_matching", "warn", f"{detail}; " + "; ".join(problems))
-    return Check("collective_matching", "pass", detail, expected=total, actual=matched)
+        return Check("ranks.matching", "warn", f"{detail}; " + "; ".join(problems))
+    return Check("ranks.matching", "pass", detail, expected=total, actual=matched)

@@ -45,7 +45,7 @@ def renumbered(part: Part, mapping: dict[int, int]) -> Part:
 
 def distinct_ranks(parts: list[Part]) -> tuple[list[Part], list[Check]]:
     """The parts unchanged when no two claim the same rank; otherwise every part's ranks
-    numbered in input order (0, 1, …), with a ``rank_numbering`` warning."""
+    numbered in input order (0, 1, …), with a ``ranks.numbering`` warning."""
     counts = Counter(r for p in parts for r in p.ranks)
     repeated = sorted(r for r, n in counts.items() if n > 1)
     if not repeated:
@@ -57,7 +57,7 @@ def distinct_ranks(parts: list[Part]) -> tuple[list[Part], list[Check]]:
         out.append(renumbered(part, mapping))
     shown = ", ".join(str(r) for r in repeated[:5])
     check = Check(
-        "rank_numbering",
+        "ranks.numbering",
         "warn",
         f"several inputs claim rank(s) {shown}: ranks are numbered by input order instead"
         f" ({', '.join(f'{p.source} = {q.ranks[0]}' for p, q in zip(parts[:3], out[:3]))}…);"

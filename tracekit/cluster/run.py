@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
@@ -69,8 +70,13 @@ def on_processes(inputs: list[str], settings: Settings, workers: int) -> list[Pa
         ) from None
 
 
-def on_dask(inputs: list[str], settings: Settings, address: str) -> list[Part]:
-    """Each input analysed as one task on the dask scheduler at ``address``; tasks whose
+def on_dask(
+    inputs: list[str],
+    settings: Settings,
+    address: str,
+    task: Callable[[str, Settings], Part] = analyse_part,
+) -> list[Part]:
+    """Each input analysed as one ``task`` on the dask scheduler at ``address``; tasks whose
     worker died are retried, then reported; no workers for a minute is an error."""
     try:
         from distributed import Client
@@ -85,7 +91,7 @@ def on_dask(inputs: list[str], settings: Settings, address: str) -> list[Part]:
             f"--scheduler {address}: cannot connect ({exc}); start one with `dask scheduler`"
         ) from None
     try:
-        futures = client.map(analyse_part, inputs, settings=settings, pure=False, retries=RETRIES)
+        futures = client.map(task, inputs, settings=settings, pure=False, retries=RETRIES)
         _wait_with_workers(client, futures)
         return client.gather(futures)
     except TraceError:

@@ -23,7 +23,7 @@ from tracekit.parsers.name_pool import NamePool
 NONE_STREAMS = (-1, 4294967295)
 
 NCCL = ("collective", "in_nelems", "out_nelems", "group_size", "dtype", "pg_name", "pg_desc",
-        "pg_ranks")  # fmt: skip
+        "pg_ranks", "seq")  # fmt: skip
 # kind -> args keys written to the timeline (each only where the event has it)
 ARGS_BY_KIND: dict[str, tuple[str, ...]] = {
     "kernel": ("external_id", "grid", "block", "registers", "shared_memory", "occupancy", *NCCL),

@@ -47,6 +47,7 @@ class Args(msgspec.Struct, gc=False):
     pg_name: str | int | None = msgspec.field(name="Process Group Name", default=None)
     pg_desc: str | None = msgspec.field(name="Process Group Description", default=None)
     pg_ranks: str | list[int] | None = msgspec.field(name="Process Group Ranks", default=None)
+    seq: Int = msgspec.field(name="Seq", default=None)  # per process group (PyTorch 2.12+)
     wait_on_stream: Int = None
     wait_on_event_corr: Int = msgspec.field(name="wait_on_cuda_event_record_corr_id", default=None)
     event_id: Int = msgspec.field(name="wait_on_cuda_event_id", default=None)
