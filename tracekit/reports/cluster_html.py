@@ -16,15 +16,12 @@ Content-Security-Policy allows only the page's own two scripts, by hash, and no 
 
 from __future__ import annotations
 
-import html
-import re
 from pathlib import Path
 from typing import Any
 
-from tracekit import __version__
 from tracekit.cluster.result import ClusterAnalysis
 from tracekit.reports.cluster_payload import MAX_DRILL_ROWS, cluster_payload
-from tracekit.reports.html import _asset, _plotly_js, _sha256, embed_json
+from tracekit.reports.html import page
 
 TEMPLATE = "cluster.html"
 SCRIPT = "cluster.js"
@@ -42,17 +39,7 @@ def page_title(data: dict[str, Any]) -> str:
 
 def render_payload(data: dict[str, Any]) -> str:
     """The page for a :func:`~tracekit.reports.cluster_payload.cluster_payload` document."""
-    plotly_js, app_js = _plotly_js(), _asset(SCRIPT)
-    parts = {
-        "title": html.escape(page_title(data)),
-        "csp": f"{_sha256(plotly_js)} {_sha256(app_js)}",
-        "style": _asset("report.css"),
-        "plotly": plotly_js,
-        "payload": embed_json(data),
-        "script": app_js,
-        "version": html.escape(__version__),
-    }
-    return re.sub(r"\{\{(\w+)\}\}", lambda m: parts[m.group(1)], _asset(TEMPLATE))
+    return page(TEMPLATE, SCRIPT, page_title(data), data)
 
 
 def render_cluster_html(cluster: ClusterAnalysis, *, drill_budget: int = MAX_DRILL_ROWS) -> str:

@@ -134,12 +134,13 @@ def _sha256(script: str) -> str:
     return f"'sha256-{base64.b64encode(digest).decode()}'"
 
 
-def render_html(data: dict[str, Any]) -> str:
-    """The page for a :func:`payload`."""
-    plotly_js, app_js = _plotly_js(), _asset("report.js")
-    title = " · ".join(t["overview"]["label"] for t in data["traces"]) or "no trace"
+def page(template: str, script: str, title: str, data: dict[str, Any]) -> str:
+    """A self-contained page: ``template`` filled with the ``title``, the stylesheet,
+    plotly.js, the payload ``data`` and the page ``script`` (after the shared helpers of
+    ``common.js``), under a Content-Security-Policy that allows exactly those two scripts."""
+    plotly_js, app_js = _plotly_js(), _asset("common.js") + _asset(script)
     parts = {
-        "title": html.escape(f"tracekit report: {title}"),
+        "title": html.escape(title),
         "csp": f"{_sha256(plotly_js)} {_sha256(app_js)}",
         "style": _asset("report.css"),
         "plotly": plotly_js,
@@ -147,7 +148,13 @@ def render_html(data: dict[str, Any]) -> str:
         "script": app_js,
         "version": html.escape(__version__),
     }
-    return re.sub(r"\{\{(\w+)\}\}", lambda m: parts[m.group(1)], _asset("report.html"))
+    return re.sub(r"\{\{(\w+)\}\}", lambda m: parts[m.group(1)], _asset(template))
+
+
+def render_html(data: dict[str, Any]) -> str:
+    """The page for a :func:`payload`."""
+    title = " · ".join(t["overview"]["label"] for t in data["traces"]) or "no trace"
+    return page("report.html", "report.js", f"tracekit report: {title}", data)
 
 
 def write_report(analyses: Sequence[Analysis], out: str | Path, **options: Any) -> int:
