@@ -65,7 +65,7 @@ def analyze(
     steps, work = place_steps(rows, timeline.meta, step_marker)
     wins = windows(work)
     in_windows = clipped(work, wins)
-    launched = launches(work, timeline.meta.get("origin_ns"))
+    launched = launches(work, timeline.meta.get("origin_ns"), steps.ranges)
     matched, clocks = align(launched)
     waits = sync_waits(matched)
     metrics = step_metrics(work, wins, min_bubble_ns, in_windows, steps.ranges, waits)

@@ -43,30 +43,54 @@ def cluster_checks(
 
 
 def clock_alignment(clocks: pl.DataFrame) -> Check:
-    """Each rank's clock offset from the lowest rank's, the spread it leaves and how many
-    collectives it rests on; warn when offsets rest on few collectives or ends still
-    disagree by more than :data:`END_SLACK_NS`."""
-    applied = clocks.filter(pl.col("applied"))
-    shifted = ", ".join(
-        f"rank {r} {o:+,} ns" for r, o in applied.select("rank", "offset_ns").iter_rows()
-    )
-    worst = int(clocks["spread_ns"].max() or 0)
-    fewest = int(clocks["instances"].min() or 0)
-    what = f"clocks shifted: {shifted}" if shifted else "clocks agree: no rank shifted"
-    detail = (
-        f"{what}; ends of matched collectives then differ by {ns_text(worst)} (median, worst"
-        f" rank), from {fewest:,} collectives or more per rank"
-    )
-    if fewest == 0:
+    """Each rank's clock offset from its reference rank's, the spread it leaves and how many
+    collectives it rests on; warn when offsets rest on few collectives, when ends still
+    disagree by more than :data:`END_SLACK_NS`, and name the ranks that cannot be aligned
+    (no collective shared) and the sets of ranks that share none with each other."""
+    if int(clocks["instances"].max() or 0) == 0:
         return Check(
             "ranks.clocks",
             "warn",
             "no collective was seen on two ranks: the ranks' clocks are not aligned and no"
             " waits are measured",
         )
+    aligned = clocks.filter(pl.col("instances") > 0)
+    lowest = int(aligned["reference"].min())
+    shifted = ", ".join(
+        f"rank {r} {o:+,} ns" + (f" (against rank {ref})" if ref != lowest else "")
+        for r, o, ref in aligned.filter(pl.col("applied"))
+        .select("rank", "offset_ns", "reference")
+        .iter_rows()
+    )
+    worst = int(aligned["spread_ns"].max() or 0)
+    fewest = int(aligned["instances"].min() or 0)
+    what = f"clocks shifted: {shifted}" if shifted else "clocks agree: no rank shifted"
+    detail = (
+        f"{what}; ends of matched collectives then differ by {ns_text(worst)} (median, worst"
+        f" rank), from {fewest:,} collectives or more per rank"
+    )
+    problems = []
+    alone = clocks.filter(pl.col("instances") == 0)["rank"].to_list()
+    if alone:
+        problems.append(f"{_ranks(alone)} share no collective with another rank: not aligned")
+    sets = aligned.group_by("reference").agg(pl.col("rank").sort()).sort("reference")
+    if sets.height > 1:
+        listed = "; ".join(_ranks(r) for r in sets["rank"].to_list()[:4])
+        problems.append(
+            f"the ranks form {sets.height} sets that share no collective ({listed}): each"
+            " set is aligned to its own lowest rank"
+        )
     if fewest < MIN_INSTANCES or worst > END_SLACK_NS:
-        return Check("ranks.clocks", "warn", f"{detail}; waits may be off by that much")
+        problems.append("waits may be off by that much")
+    if problems:
+        return Check("ranks.clocks", "warn", f"{detail}; " + "; ".join(problems))
     return Check("ranks.clocks", "pass", detail, actual=worst)
+
+
+def _ranks(ranks: list[int], shown: int = 8) -> str:
+    text = ", ".join(str(r) for r in ranks[:shown])
+    more = f" … (+{len(ranks) - shown})" if len(ranks) > shown else ""
+    return f"rank{'s' * (len(ranks) != 1)} {text}{more}"
 
 
 def collective_matching(collectives: pl.DataFrame, meta: dict[str, Any]) -> Check:
@@ -78,16 +102,32 @@ def collective_matching(collectives: pl.DataFrame, meta: dict[str, Any]) -> Chec
     matched = int(collectives["matched"].sum())
     present = collectives["rank"].n_unique()
     problems = []
+    p2p = collectives.filter(pl.col("kind") == "send_recv").height
+    if p2p:
+        problems.append(
+            f"{p2p:,} point-to-point launches (send/recv) are not paired: their peers are not"
+            " in the trace, so they are not counted as waits"
+        )
     loose = (
-        collectives.filter(~pl.col("matched") & (pl.col("ranks") > 1))
+        collectives.filter(
+            ~pl.col("matched") & (pl.col("ranks") > 1) & (pl.col("kind") != "send_recv")
+        )
         .group_by("group")
-        .agg(pl.len(), pl.col("end_spread_ns").first())
-        .sort("len", descending=True)
+        .agg(pl.len(), pl.col("end_spread_ns").median())
+        .sort("len", "group", descending=[True, False])
     )
     for group, n, spread in loose.head(3).iter_rows():
         problems.append(
-            f"{group}: {n:,} launches whose ends differ by {ns_text(spread or 0)} after"
-            " alignment (not the same collective on each rank?): their waits are not counted"
+            f"{group}: {n:,} launches whose ends differ by {ns_text(spread or 0)} (median)"
+            " after alignment (not the same collective on each rank?): their waits are not"
+            " counted"
+        )
+    usual = pl.col("ranks").mode().max().over("group")
+    short = collectives.filter((pl.col("ranks") > 1) & (pl.col("ranks") < usual)).height
+    if short:
+        problems.append(
+            f"{short:,} launches belong to instances seen on fewer ranks than the rest of their"
+            " group (a launch missing on some rank?)"
         )
     alone = collectives.filter(pl.col("ranks") == 1).height
     if alone:
@@ -102,6 +142,14 @@ def collective_matching(collectives: pl.DataFrame, meta: dict[str, Any]) -> Chec
         problems.append(
             f"groups of up to {largest:,} ranks, {present} in the trace: the last rank may be"
             " one that was not profiled, so waits count only the ranks present"
+        )
+    pairable = collectives.filter((pl.col("ranks") > 1) & (pl.col("kind") != "send_recv"))
+    if pairable.height and matched == 0:
+        problems.insert(
+            0,
+            "most collectives do not line up across ranks (steps numbered differently, e.g."
+            " profiles that start at different iterations, or launches missing): no waits"
+            " are measured",
         )
     detail = f"{matched:,} of {total:,} communication launches matched across {present} ranks"
     if problems:

@@ -10,6 +10,7 @@ from tracekit.parsers.kineto.detect import trace_files
 from tracekit.runs import find_runs, parser_for
 
 RANK_FOLDER_SUFFIXES = ("_ascend_pt", "_ascend_ms")
+REPORTS = (".nsys-rep", ".qdrep")  # left out where their SQLite export sits beside them
 
 
 def rank_inputs(path: str | Path) -> list[Path]:
@@ -28,4 +29,6 @@ def rank_inputs(path: str | Path) -> list[Path]:
         return ranks
     if parser_for(path) is KINETO and is_rank_folder(path):
         return trace_files(path)
-    return find_runs(str(path))
+    runs = find_runs(str(path))
+    exported = {p.with_suffix("") for p in runs if p.suffix == ".sqlite"}
+    return [p for p in runs if not (p.suffix in REPORTS and p.with_suffix("") in exported)]

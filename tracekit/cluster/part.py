@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from tracekit.analysis import Analysis, analyze
 from tracekit.analysis.result import steps_summary
@@ -18,7 +20,9 @@ from tracekit.checks.cluster import CHECKS as CLUSTER_CHECKS
 from tracekit.load import load
 from tracekit.metrics.collectives import launches
 from tracekit.model import Check, Finding
+from tracekit.parsers.kineto.detect import rank_hint
 from tracekit.rules.registry import available
+from tracekit.timeline import Timeline
 
 DRILL_ROWS = 2_000  # device rows kept per drilled-down (rank, device, step), longest first
 DRILL_COLUMNS = ("rank", "device", "step", "start", "dur", "kind", "name", "stream", "is_comm")
@@ -107,7 +111,7 @@ def drill_rows(analysis: Analysis, per_step: int = DRILL_ROWS) -> pl.DataFrame:
 def analyse_part(path: str | Path, settings: Settings | None = None) -> Part:
     """Load and analyse one input of a cluster and keep what the merge needs."""
     settings = settings or Settings()
-    timeline = load(path)
+    timeline = with_rank_hint(load(path), Path(path))
     analysis = analyze(
         timeline,
         settings.part_rules(),
@@ -125,13 +129,28 @@ def analyse_part(path: str | Path, settings: Settings | None = None) -> Part:
         steps=steps_summary(analysis.steps, analysis.placement),
         low_confidence=analysis.low_confidence,
         step_metrics=analysis.step_metrics,
-        launches=launches(analysis.work, meta.get("origin_ns")),
+        launches=launches(analysis.work, meta.get("origin_ns"), analysis.steps.ranges),
         findings=analysis.findings,
         checks=[c for c in analysis.checks if c.name not in CLUSTER_CHECKS],
         drill=drill_rows(analysis),
     )
     part.peak_rss = peak_rss()
     return part
+
+
+def with_rank_hint(timeline: Timeline, path: Path) -> Timeline:
+    """``timeline`` with the rank its file name gives (``rank3.json``, ``…rank-3…``) when the
+    trace itself records none (no ``distributedInfo``) and holds one rank, as reading the
+    whole folder at once would number it."""
+    hint = rank_hint(path) if path.is_file() else None
+    ranks = timeline.meta.get("ranks") or []
+    if hint is None or timeline.meta.get("world_size") is not None or len(ranks) > 1:
+        return timeline
+    events = timeline.events
+    index = events.schema.get_field_index("rank")
+    column = pa.array(np.full(events.num_rows, hint, dtype=np.int32))
+    meta = {**timeline.meta, "ranks": [hint]}
+    return Timeline(events.set_column(index, "rank", column), meta)
 
 
 def peak_rss() -> int:

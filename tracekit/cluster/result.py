@@ -43,6 +43,8 @@ class ClusterAnalysis:
     @property
     def ranks(self) -> list[int]:
         """The ranks in the cluster."""
+        if "rank" not in self.step_metrics.columns:
+            return []
         return sorted(self.step_metrics["rank"].unique().drop_nulls().to_list())
 
     def to_dict(self) -> dict[str, Any]:

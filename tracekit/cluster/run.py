@@ -65,8 +65,9 @@ def on_processes(inputs: list[str], settings: Settings, workers: int) -> list[Pa
             return list(pool.map(analyse_part, inputs, [settings] * len(inputs)))
     except BrokenProcessPool:
         raise TraceError(
-            "a worker process died (out of memory?); try fewer --workers or a --scheduler"
-            " with more memory per worker"
+            "a worker process died (out of memory? or, from Python, a script without"
+            ' `if __name__ == "__main__":`); try fewer workers or a --scheduler with more'
+            " memory per worker"
         ) from None
 
 

@@ -17,8 +17,12 @@ How launches are keyed, most specific first:
   communication kernel: group = its name's label (dispatch and combine stay apart),
   instance = order within the step.
 
-Order within the step assumes that step ``i`` is the same step on every rank; launches
-outside steps are ordered over the whole trace.
+Steps are told apart by the number their label ends in (``ProfilerStep#551``,
+``decode_step_7``) where every step of every rank has one, so that ranks whose profiles
+start at different iterations still pair the same step; otherwise by the rank's step index,
+which assumes that step ``i`` is the same step on every rank (where it is not, the ends of
+the paired launches disagree and :mod:`.waits` does not count them). Launches outside steps
+are ordered over the whole trace.
 """
 
 from __future__ import annotations
@@ -40,6 +44,9 @@ KINDS = (
     ("barrier", r"barrier"),
 )
 DTYPE_BYTES = (
+    (r"complex128|complexdouble|complex_double", 16),
+    (r"complex64|complexfloat|complex_float", 8),
+    (r"complex32|complexhalf|complex_half", 4),
     (r"float64|double|int64|long|fp64|uint64", 8),
     (r"float32|^float$|fp32|int32|^int$|uint32|tf32", 4),
     (r"bfloat16|bf16|half|float16|fp16|int16|short", 2),
@@ -86,9 +93,27 @@ def _labels(names: pl.Series) -> dict[str, str]:
     return {n: short_name(kernel_key(n), 80) for n in names.unique().drop_nulls().to_list()}
 
 
-def launches(work: pl.DataFrame, origin_ns: int | None = None) -> pl.DataFrame:
+def step_keys(ranges: pl.DataFrame | None) -> pl.DataFrame | None:
+    """``rank, step, _key``: the number each step's label ends in, when every step of every
+    rank has one and no rank repeats one; else None (the step index is the key)."""
+    if ranges is None or ranges.height == 0 or "label" not in ranges.columns:
+        return None
+    keys = ranges.select(
+        "rank",
+        pl.col("step").cast(pl.Int64),
+        _key=pl.col("label").cast(pl.String).str.extract(r"(\d+)\s*$").cast(pl.Int64),
+    )
+    if keys["_key"].null_count() or keys.select("rank", "_key").is_duplicated().any():
+        return None
+    return keys
+
+
+def launches(
+    work: pl.DataFrame, origin_ns: int | None = None, ranges: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """One row per communication launch of ``work`` (columns :data:`LAUNCH_COLUMNS`),
-    ``start``/``end`` in absolute ns (``ts + origin_ns``)."""
+    ``start``/``end`` in absolute ns (``ts + origin_ns``); ``ranges`` (the steps' ``rank,
+    step, label``) lets steps be paired across ranks by their labels' numbers."""
     rows = work.filter(pl.col("is_comm") & ~is_part())
     if rows.height == 0:
         return pl.DataFrame(schema=LAUNCH_COLUMNS)
@@ -128,8 +153,13 @@ def launches(work: pl.DataFrame, origin_ns: int | None = None) -> pl.DataFrame:
         .otherwise("label"),
         bytes=pl.coalesce("nelems", "count") * dtype_bytes(pl.col("dtype")),
     )
+    keys = step_keys(ranges)
+    if keys is not None:
+        rows = rows.join(keys, on=["rank", "step"], how="left")
+    else:
+        rows = rows.with_columns(_key=pl.col("step"))
     order = pl.int_range(pl.len()).over("rank", "device", "group", "step", order_by="start")
-    numbered = pl.format("{}:{}", pl.col("step").fill_null(-1), order)
+    numbered = pl.format("{}:{}", pl.col("_key").fill_null(-1), order)
     rows = rows.with_columns(
         instance=pl.when(by_pg & pl.col("seq").is_not_null())
         .then(pl.format("seq {}", "seq"))

@@ -3,17 +3,23 @@
 After the clocks are aligned (:mod:`.clocks`), a launch's *arrival* is its aligned start:
 a collective kernel starts when its stream reaches it and then spins until every rank of
 the group has arrived. A launch's ``wait_ns`` is the time from its arrival to the last
-rank's arrival, at most its own duration; the last rank *caused* the others' waits. Per
-(rank, device, step), ``sync_wait_ns`` sums the waits of that rank's launches in the step.
+rank's arrival, at most its own duration (a launch that ended before the last rank arrived,
+a broadcast's root say, did not wait for it: 0); the last rank *caused* the others' waits
+(on a tie, the lowest rank). Per (rank, device, step), ``sync_wait_ns`` is the union of the
+waits of that rank's launches in the step.
 Only the ranks in the trace count: when a group has ranks that were not profiled, the
 real last rank may be missing (the ``collectives`` check says so).
 
-A match is only trusted where it holds: the launches of a group count (``matched``) when
-their instances were seen on more than one rank and, after alignment, the group's ends
-agree (median distance from the instance's median end at most :data:`END_TOLERANCE` of
-the group's median duration, or :data:`END_SLACK_NS`). Where they do not (sampled traces,
-point-to-point sends, a rank missing a launch so that order no longer pairs the same
-collective), the launches keep ``wait_ns`` null and count in no sum.
+A match is only trusted where it holds, instance by instance: an instance's launches count
+(``matched``) when it was seen on more than one rank and, after alignment, its ends agree
+(``end_spread_ns``, the largest distance of a launch's end from the instance's median end,
+at most :data:`END_TOLERANCE` of the group's median duration but no more than
+:data:`END_CAP_NS`, and at least :data:`END_SLACK_NS`; for a
+broadcast or reduce of three ranks or more the second largest, as its root may end first).
+Where they do not (sampled traces, a rank missing a launch so that order no longer pairs
+the same collective, ranks whose steps are numbered differently), the launches keep
+``wait_ns`` null and count in no sum. Point-to-point launches (``send_recv``) are never
+matched: which rank is the peer of which launch is not in the trace.
 """
 
 from __future__ import annotations
@@ -50,7 +56,10 @@ COLLECTIVE_COLUMNS = (
     "busbw_gbps",
 )
 WAIT_SCHEMA = {"rank": pl.Int32, "device": pl.Int32, "step": pl.Int64, "sync_wait_ns": pl.Int64}
+ROOTED = ("broadcast", "reduce")
+MIN_MATCHED_SHARE = 0.5
 END_TOLERANCE = 0.1
+END_CAP_NS = 100_000
 END_SLACK_NS = 5_000
 STRAGGLER_COLUMNS = {
     "step": pl.Int64,
@@ -83,23 +92,34 @@ def collectives(launches: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
         _rel=_relative("finish"),
     ).with_columns(_off_end=(pl.col("_rel") - pl.col("_rel").median().over(INSTANCE)).abs())
     shared = pl.col("ranks") > 1
-    spread = pl.col("_off_end").filter(shared).median().over("group")
+    # A rooted collective's root may end before the others (it only sends): with three
+    # ranks or more, its ends agree when all but one do.
+    rooted = pl.col("kind").is_in(ROOTED) & (pl.col("ranks") >= 3)
+    spread = (
+        pl.when(rooted)
+        .then(pl.col("_off_end").sort(descending=True).get(1).over(INSTANCE))
+        .otherwise(pl.col("_off_end").max().over(INSTANCE))
+    )
     typical = pl.col("end").sub(pl.col("start")).filter(shared).median().over("group")
+    tolerance = pl.max_horizontal(
+        pl.min_horizontal(typical * END_TOLERANCE, pl.lit(END_CAP_NS)), pl.lit(END_SLACK_NS)
+    )
     rows = rows.with_columns(end_spread_ns=spread.round(0).cast(pl.Int64)).with_columns(
         matched=shared
-        & (
-            pl.col("end_spread_ns")
-            <= pl.max_horizontal(typical * END_TOLERANCE, pl.lit(END_SLACK_NS))
-        ).fill_null(False)
+        & (pl.col("kind") != "send_recv").fill_null(True)
+        & (pl.col("end_spread_ns") <= tolerance).fill_null(False)
     )
     wait = pl.min_horizontal(
         pl.max_horizontal(last - pl.col("arrival"), 0), pl.col("end") - pl.col("start")
     )
+    finished_first = pl.col("finish") < last  # did not wait for the last rank
+    latest = ["arrival", "rank", "device"]
+    order = {"descending": [False, True, True]}  # the last of ties: the lowest rank
     rows = rows.with_columns(
         skew_ns=last - pl.col("arrival").min().over(INSTANCE),
-        wait_ns=pl.when("matched").then(wait),
-        last_rank=pl.col("rank").sort_by("arrival", "rank", "device").last().over(INSTANCE),
-        last_device=pl.col("device").sort_by("arrival", "rank", "device").last().over(INSTANCE),
+        wait_ns=pl.when("matched").then(pl.when(finished_first).then(0).otherwise(wait)),
+        last_rank=pl.col("rank").sort_by(latest, **order).last().over(INSTANCE),
+        last_device=pl.col("device").sort_by(latest, **order).last().over(INSTANCE),
         _transfer=pl.col("finish") - last,
     )
     algbw = pl.when(pl.col("_transfer") > 0).then(pl.col("bytes") / pl.col("_transfer"))
@@ -149,13 +169,18 @@ def stragglers(table: pl.DataFrame) -> pl.DataFrame:
 
 def align(launched: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The launches matched and aligned, and the clock offsets: offsets first from every
-    collective seen on several ranks, then again from the groups whose ends agreed (so that
-    a group of point-to-point sends cannot pull the clocks)."""
+    collective seen on several ranks, then again from the instances whose ends agreed (so
+    that point-to-point sends or mispaired launches cannot pull the clocks). When fewer than
+    :data:`MIN_MATCHED_SHARE` of the launches seen on several ranks line up, none counts."""
     clocks = clock_offsets(launched)
     table = collectives(launched, clocks)
     loose = table.filter(~pl.col("matched") & (pl.col("ranks") > 1))
     if loose.height and table["matched"].any():
-        trusted = table.filter(pl.col("matched")).select("group").unique()
-        clocks = clock_offsets(launched.join(trusted, on="group", how="semi"))
+        trusted = table.filter(pl.col("matched")).select(INSTANCE).unique()
+        clocks = clock_offsets(launched.join(trusted, on=INSTANCE, how="semi"))
         table = collectives(launched, clocks)
+    pairable = table.filter((pl.col("ranks") > 1) & (pl.col("kind") != "send_recv"))
+    if pairable.height and pairable["matched"].mean() < MIN_MATCHED_SHARE:  # type: ignore[operator]
+        # Most pairs disagree: the few that agree are more likely chance than collectives.
+        table = table.with_columns(matched=pl.lit(False), wait_ns=pl.lit(None, pl.Int64))
     return table, clocks
