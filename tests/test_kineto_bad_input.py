@@ -33,9 +33,9 @@ def _write(path: Path, events: list[dict], **top: object) -> Path:
     return path
 
 
-def _one_line_error(path: Path, *needles: str) -> None:
+def _one_line_error(path: Path, *needles: str, strict: bool = False) -> None:
     before = sha256(path)
-    done = run_cli("summary", str(path))
+    done = run_cli(*(["--strict"] if strict else []), "summary", str(path))
     assert done.returncode == 2, done.stdout
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
@@ -49,14 +49,18 @@ def test_truncated_gzip(tmp_path: Path) -> None:
     blob = gzip.compress(good.read_bytes())
     path = tmp_path / "t.json.gz"
     path.write_bytes(blob[: len(blob) // 2])
-    _one_line_error(path, "gzip stream is truncated or corrupt")
+    _one_line_error(path, "gzip stream is truncated or corrupt", strict=True)
+    kept = tracekit.load(path)  # not strict: the complete events before the cut
+    assert 0 < len(kept) < 20000 and "cut short" in kept.meta["warnings"][-1]
 
 
 def test_truncated_json(tmp_path: Path) -> None:
     path = _write(tmp_path / "t.json", [_kernel(i * 10, 5, corr=i) for i in range(100)])
     text = path.read_text()
     path.write_text(text[: len(text) // 2])
-    _one_line_error(path, "not valid JSON", "truncated")
+    _one_line_error(path, "not valid JSON", "truncated", strict=True)
+    done = run_cli("summary", str(path))
+    assert done.returncode == 0 and "cut short" in done.stderr + done.stdout
 
 
 def test_json_that_is_not_a_trace(tmp_path: Path) -> None:

@@ -168,14 +168,17 @@ def test_a_cut_inside_a_name_reads_the_file_whole(tmp_path: Path, streamed: list
     assert len(tl) == 3000 and tl.meta["warnings"] == []
 
 
-def test_truncated_gzip_is_one_line_either_way(tmp_path: Path, streamed: list[bool]) -> None:
+def test_truncated_gzip_is_one_line_either_way(
+    tmp_path: Path, streamed: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
     whole = _gz(tmp_path / "t.json.gz", {"schemaVersion": 1, "traceEvents": _events(3000)})
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    monkeypatch.setenv("TRACEKIT_STRICT", "1")
     with pytest.raises(tracekit.TraceError, match="gzip stream is truncated"):
         tracekit.load(cut)
     assert streamed == [False]
-    done = run_cli("summary", str(cut))
+    done = run_cli("--strict", "summary", str(cut))
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
 
 

@@ -111,10 +111,13 @@ def test_empty_kernel_details_file(tmp_path: Path) -> None:
 # -- broken files ---------------------------------------------------------------------------------
 
 
-def test_truncated_trace_view(tmp_path: Path, events) -> None:
+def test_truncated_trace_view(tmp_path: Path, events, monkeypatch: pytest.MonkeyPatch) -> None:
     rank = write_torch_npu(events, tmp_path)
     trace = rank / "ASCEND_PROFILER_OUTPUT" / "trace_view.json"
     trace.write_bytes(trace.read_bytes()[: trace.stat().st_size // 2])
+    kept = tracekit.load(rank)  # by default: the complete events before the cut, said so
+    assert len(kept) and kept.meta["truncated"] == {"files": ["trace_view.json"]}
+    monkeypatch.setenv("TRACEKIT_STRICT", "1")  # the CLI's --strict; workers inherit it
     assert_refused(rank, "not valid JSON", "trace_view.json")
 
 

@@ -63,6 +63,12 @@ def analyze(
     chosen = select(rules, options)
     rows, guessed = classified(timeline.df, vendor_of(timeline.meta), load_patterns(patterns))
     steps, work = place_steps(rows, timeline.meta, step_marker)
+    if timeline.meta.get("truncated") and len(steps):
+        last = int(steps.ranges["step"].max())
+        steps.warnings.append(
+            f"the trace is cut short: step {last}, the last, may be incomplete (its numbers"
+            " end where the trace ends)"
+        )
     wins = windows(work)
     in_windows = clipped(work, wins)
     launched = launches(work, timeline.meta.get("origin_ns"), steps.ranges)

@@ -7,6 +7,7 @@ The commands are in :mod:`.commands` and :mod:`.diff_command`, what they share i
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any
 
 import typer
@@ -27,6 +28,7 @@ from tracekit.cli.commands import (
 from tracekit.cli.common import stderr
 from tracekit.cli.diff_command import diff_command
 from tracekit.names import printable
+from tracekit.parsers.base import STRICT_ENV
 from tracekit.reports import terminal
 
 app = typer.Typer(
@@ -41,9 +43,18 @@ app = typer.Typer(
 @app.callback()
 def main(
     no_color: Annotated[bool, typer.Option("--no-color", help="Plain text output.")] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Refuse a trace cut short instead of reading its complete events (Kineto).",
+        ),
+    ] = False,
 ) -> None:
     """Make GPU/NPU profiler traces of LLM inference readable."""
     terminal.NO_COLOR = no_color
+    if strict:
+        os.environ[STRICT_ENV] = "1"  # worker processes inherit it
 
 
 app.command()(info)

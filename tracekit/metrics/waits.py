@@ -97,7 +97,7 @@ def collectives(launches: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
     rooted = pl.col("kind").is_in(ROOTED) & (pl.col("ranks") >= 3)
     spread = (
         pl.when(rooted)
-        .then(pl.col("_off_end").sort(descending=True).get(1).over(INSTANCE))
+        .then(pl.col("_off_end").top_k(2).min().over(INSTANCE))
         .otherwise(pl.col("_off_end").max().over(INSTANCE))
     )
     typical = pl.col("end").sub(pl.col("start")).filter(shared).median().over("group")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -11,6 +12,13 @@ if TYPE_CHECKING:
     from tracekit.timeline import Timeline
 
 Progress = Callable[[str], None]
+STRICT_ENV = "TRACEKIT_STRICT"
+
+
+def strict() -> bool:
+    """Whether a trace cut short is refused (``TRACEKIT_STRICT=1``, set by ``--strict``)
+    rather than read up to the cut, with a warning."""
+    return os.environ.get(STRICT_ENV) == "1"
 
 
 @dataclass(frozen=True)

@@ -294,3 +294,23 @@ def file_slice(path: Path, piece: Slice, chunk: int) -> tuple[Any, Slice]:
         if offset >= piece.stop:
             break
     return kept, Slice(piece.start - base, piece.stop - base)
+
+
+def complete_end(text: bytes | bytearray | memoryview, first: int) -> int:
+    """For a JSON array of events cut anywhere (``text[first:]`` its elements, after the
+    ``[``): the index after the last complete event (after its ``}``), or ``first`` when
+    there is none. The events before the last ``}, {`` are complete; the last one is when
+    its text decodes as an object (the cut fell right after it)."""
+    found = last_between(text, first, len(text))
+    start = first if found is None else found.end() - 1  # the "{" of the last event
+    last = bytes(text[start:]).rstrip().rstrip(b",").rstrip()
+    if last.startswith(b"{") and _is_object(last):
+        return start + len(last)
+    return first if found is None else found.start() + 1
+
+
+def _is_object(text: bytes) -> bool:
+    try:
+        return isinstance(msgspec.json.decode(text), dict)
+    except msgspec.DecodeError:
+        return False

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from tracekit.errors import TraceError
-from tracekit.parsers.base import Progress
+from tracekit.parsers.base import Progress, strict
 from tracekit.parsers.io import file_text
 from tracekit.parsers.kineto import events, stream
 from tracekit.parsers.kineto.decode import decode
@@ -72,17 +72,48 @@ def _read_file(
     streamed = None
     if not helpers:
         streamed = stream.read(path, options_of)
+    cut = None
     if streamed is not None:
         trace, result, warnings = streamed
     else:
-        trace, result, warnings = _read_text(path, note, helpers, options_of)
+        try:
+            trace, result, warnings = _read_text(path, note, helpers, options_of)
+        except TraceError:
+            cut = None if strict() else stream.Cut()
+            recovered = None if cut is None else stream.read(path, options_of, cut)
+            if recovered is None or cut is None or not cut.recovered:
+                raise
+            trace, result, warnings = recovered
     meta = _context(trace, path, rank_hint, include_python)[0]
     warnings.extend(w for w in warning_lines(result) if w not in warnings)
     meta["warnings"] = warnings
     table = result.table
     if len(table):
         meta["ranks"] = sorted(pa.compute.unique(table.column("rank")).to_pylist())
-    return _rebase(Timeline(table, meta), trace)
+    timeline = _rebase(Timeline(table, meta), trace)
+    if cut is not None:
+        cut_short(timeline, path, cut)
+    return timeline
+
+
+def cut_short(timeline: Timeline, path: Path, cut: stream.Cut) -> None:
+    """Record in ``timeline`` that it holds only the complete events before a cut: one
+    warning line (what was dropped, where the kept events end) and ``meta["truncated"]``."""
+    ends = pa.compute.add(timeline.events.column("ts"), timeline.events.column("dur"))
+    last = int(pa.compute.max(ends).as_py() or 0) if len(timeline) else 0
+    how = f"its gzip stream ends early ({cut.gzip_error})" if cut.gzip_error else "its JSON"
+    timeline.warn(
+        f"{path.name}: the trace is cut short ({how} after {cut.text_bytes:,} bytes of text):"
+        f" kept its {len(timeline):,} complete events, dropped {cut.dropped_bytes:,} bytes of"
+        f" the event the cut went through; the kept events end {last / 1e6:,.3f} ms after the"
+        " first; the last step may be incomplete (TRACEKIT_STRICT=1 or --strict refuses it)"
+    )
+    timeline.meta["truncated"] = {
+        "text_bytes": cut.text_bytes,
+        "dropped_bytes": cut.dropped_bytes,
+        "gzip_error": cut.gzip_error,
+        "last_end_ns": last,
+    }
 
 
 def _context(

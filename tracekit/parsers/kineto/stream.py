@@ -7,6 +7,11 @@ decodes that piece in place and collects its values. The whole text is never hel
 Anything unexpected (no ``traceEvents`` key near the start, a cut inside a string, metadata
 after the events that changes how rows are read) returns None, and the caller reads the
 file the ordinary way, which also reports bad input.
+
+Given a :class:`Cut` (for a trace that the ordinary way found cut short: a profiler killed
+while writing, a copy cut off), the events before the cut are kept: every complete event, and
+none of the one the cut went through; the gzip stream is inflated as far as it goes; the
+``Cut`` then says how much was dropped.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import itertools
 import queue
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -34,6 +40,18 @@ _HEAD_LIMIT = 1 << 20  # the events array starts within this many bytes, or we d
 # after a whole piece.
 _FIRST_CHUNK = 1 << 20
 _END = object()
+
+
+@dataclass
+class Cut:
+    """Where a trace read with ``recover=True`` was cut: the ``text_bytes`` of JSON read,
+    the ``dropped_bytes`` of the incomplete event after the last complete one, and the
+    inflating error when the gzip stream itself was cut (else None)."""
+
+    text_bytes: int = 0
+    dropped_bytes: int = 0
+    gzip_error: str | None = None
+    recovered: bool = False
 
 
 class _Reader(threading.Thread):
@@ -76,8 +94,9 @@ class _Reader(threading.Thread):
                 continue
         return False
 
-    def texts(self) -> Iterator[bytes]:
-        """The inflated text, chunk by chunk; raises what the thread raised."""
+    def texts(self, cut: Cut | None = None) -> Iterator[bytes]:
+        """The inflated text, chunk by chunk; raises what the thread raised, except an
+        inflating error when ``cut`` is given: it is recorded there and the text ends."""
         while True:
             try:
                 item = self.chunks.get(timeout=0.5)
@@ -87,15 +106,23 @@ class _Reader(threading.Thread):
                 raise OSError("the reading thread ended without a word") from None
             if item is _END:
                 return
+            if cut is not None and isinstance(item, InflateError):
+                cut.gzip_error = str(item)
+                return
             if isinstance(item, Exception):
                 raise item
+            if cut is not None:
+                cut.text_bytes += len(item)
             yield item
 
 
-def read(path: Path, options_of: Any) -> tuple[Any, SliceResult, list[str]] | None:
+def read(
+    path: Path, options_of: Any, cut: Cut | None = None
+) -> tuple[Any, SliceResult, list[str]] | None:
     """Decode the trace at ``path`` as it is read: its metadata (a decoded trace with no
     events), its events' table and the warnings of the metadata; or None (see the module
-    docstring).
+    docstring). Given a ``cut``, a trace cut short gives its complete events and ``cut``
+    says where it was cut (``cut.recovered``).
 
     ``options_of(trace)`` gives the row options for the trace's metadata; they must come out
     the same from the metadata before the events as from all of it.
@@ -103,7 +130,7 @@ def read(path: Path, options_of: Any) -> tuple[Any, SliceResult, list[str]] | No
     reader = _Reader(path, events.PIECE_BYTES)
     reader.start()
     try:
-        return _read(path, reader.texts(), options_of)
+        return _read(path, reader.texts(cut), options_of, cut)
     except (TraceError, InflateError, OSError, ValueError, BufferError):
         return None
     finally:
@@ -112,7 +139,7 @@ def read(path: Path, options_of: Any) -> tuple[Any, SliceResult, list[str]] | No
 
 
 def _read(
-    path: Path, texts: Iterator[bytes], options_of: Any
+    path: Path, texts: Iterator[bytes], options_of: Any, cut: Cut | None = None
 ) -> tuple[Any, SliceResult, list[str]] | None:
     found = _head(texts)
     if found is None:
@@ -124,6 +151,8 @@ def _read(
     for piece in _pieces(texts, pending):
         builder.add(piece)
     end = _array_end(pending, bare)
+    if end is None and cut is not None:
+        return _recovered(path, head, pending, bare, builder, cut)
     if end is None:
         return None
     tail = bytes(pending[end + 1 :])
@@ -142,6 +171,23 @@ def _read(
         index = result.table.schema.get_field_index("rank")
         result.table = result.table.set_column(index, "rank", ranks)
     return trace, result, warnings
+
+
+def _recovered(
+    path: Path, head: bytes, pending: bytearray, bare: bool, builder: TableBuilder, cut: Cut
+) -> tuple[Any, SliceResult, list[str]]:
+    """The complete events of a trace cut short: those of ``pending`` (the text after the
+    last piece, starting with ``[``) up to the last one that ends before the cut."""
+    keep = slices.complete_end(pending, 1)
+    cut.dropped_bytes = len(pending) - keep
+    del pending[keep:]
+    pending += b"]"
+    if len(pending) > 2:
+        builder.add(memoryview(pending))
+    warnings: list[str] = []
+    trace = decode(path, b"[]" if bare else head + b"[]}", warnings)
+    cut.recovered = True
+    return trace, builder.result(), warnings
 
 
 def _head(texts: Iterator[bytes]) -> tuple[bytes, bytearray] | None:

@@ -151,4 +151,7 @@ def _metadata(
             meta["overlap_analysis_ns"] = per_rank
     meta["mc2"] = mc2_counts.result()
     meta["warnings"] = warnings
+    cut = [w.split(":", 1)[0] for w in warnings if "the trace is cut short" in w]
+    if cut:
+        meta["truncated"] = {"files": cut}
     return meta

@@ -1,16 +1,20 @@
 """One timeline JSON file -> :class:`~.trace_json.Layers`: by several processes when it is
 large (:mod:`.trace_parallel`), else (or when that fails) decoded in this process, in place
-from a mapping of a plain file."""
+from a mapping of a plain file. A file cut short (the profiler killed while exporting, a copy
+cut off) keeps its complete events, with a warning, unless ``TRACEKIT_STRICT=1``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from tracekit.errors import TraceError
+from tracekit.parsers.base import strict
 from tracekit.parsers.io import file_text
 from tracekit.parsers.msprof import trace_parallel
 from tracekit.parsers.msprof.trace_decode import decode_bytes
 from tracekit.parsers.msprof.trace_json import Layers, finish, layers_of, resolve, scan
+from tracekit.parsers.slices import complete_end
 from tracekit.parsers.workers import Worker
 
 
@@ -24,17 +28,48 @@ def read_layers(path: Path, include_python: bool = False) -> Layers:
             worker.stop()
     if isinstance(found, Layers):
         return found
-    events = found
-    if not events:
-        return Layers()
-    whole = scan(events)
-    out, roles, threads = resolve([whole.summary])
-    return finish(out, [layers_of(whole, roles, threads, include_python)])
+    events, cut = found
+    layers = Layers()
+    if events:
+        whole = scan(events)
+        out, roles, threads = resolve([whole.summary])
+        layers = finish(out, [layers_of(whole, roles, threads, include_python)])
+    if cut:
+        layers.warnings.append(cut)
+    return layers
 
 
-def _read(path: Path, include_python: bool, helpers: list[Worker]) -> Layers | list[Any]:
-    """The file's layers read by several processes, or else its events decoded here; the
-    text is let go on return."""
+def _read(
+    path: Path, include_python: bool, helpers: list[Worker]
+) -> Layers | tuple[list[Any], str | None]:
+    """The file's layers read by several processes, or else its events decoded here (and
+    the warning of a file cut short); the text is let go on return."""
     with file_text(path) as text:
-        found = trace_parallel.read_layers(path, text, include_python, helpers)
-        return found if found is not None else decode_bytes(path, text)
+        try:
+            found = trace_parallel.read_layers(path, text, include_python, helpers)
+            return found if found is not None else (decode_bytes(path, text), None)
+        except TraceError:
+            if strict():
+                raise
+            recovered = _complete_events(path, text)
+            if recovered is None:
+                raise
+            return recovered
+
+
+def _complete_events(path: Path, text: Any) -> tuple[list[Any], str] | None:
+    """The complete events of a JSON array cut short, and the warning saying so; None when
+    the text is not an array of events cut short (then the error stands)."""
+    head = bytes(text[:4096])
+    first = len(head) - len(head.lstrip(b"\xef\xbb\xbf \t\r\n"))
+    if head[first : first + 1] != b"[" or bytes(text[-64:]).rstrip().endswith(b"]"):
+        return None
+    end = complete_end(text, first + 1)
+    events = decode_bytes(path, bytes(text[:end]) + b"]")
+    warning = (
+        f"{path.name}: the trace is cut short (its JSON after {len(text):,} bytes): kept its"
+        f" {len(events):,} complete events, dropped {len(text) - end:,} bytes of the event the"
+        " cut went through; the last step may be incomplete (TRACEKIT_STRICT=1 or --strict"
+        " refuses it)"
+    )
+    return events, warning

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from tracekit.errors import TraceError
 from tracekit.parsers.assemble import Part
-from tracekit.parsers.base import Progress
+from tracekit.parsers.base import Progress, strict
 from tracekit.parsers.name_pool import NamePool
 from tracekit.parsers.probe import Probe
 from tracekit.parsers.rocprof import sdk
@@ -91,6 +91,7 @@ class CsvReader:
         self.agents = agents
         self.pool = NamePool()
         self.warnings: list[str] = list(found.warnings)
+        self.cuts: list[tuple[str, int, int]] = []  # (file, complete rows, bytes dropped)
 
     def _frame(
         self,
@@ -110,9 +111,10 @@ class CsvReader:
         present = [c for c in wanted if c in columns]
         schema = {c: (pl.Int64 if c in _INT else pl.String) for c in columns}
         keep = [pl.col(c).cast(pl.Categorical) if c in cats else pl.col(c) for c in present]
+        rows = self._complete_rows(path)
         try:
             frame = (
-                pl.scan_csv(path, schema=schema, quote_char='"')
+                pl.scan_csv(path, schema=schema, quote_char='"', n_rows=rows)
                 .select(keep)
                 .collect(engine="streaming")
             )
@@ -139,6 +141,27 @@ class CsvReader:
                 self.warnings.append(f"{path.name}: {lost} rows without a start time dropped")
             frame = kept
         return frame
+
+    def _complete_rows(self, path: Path) -> int | None:
+        """None for a file that ends with a line break; for one cut inside a row (a
+        profiler killed while writing, a copy cut off), the number of rows complete before
+        the cut, noted in :attr:`cuts` (refused with ``TRACEKIT_STRICT=1``)."""
+        with path.open("rb") as fh:
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(0, size - 1))
+            if size == 0 or fh.read(1) == b"\n":
+                return None
+        data = path.read_bytes()
+        complete = data.rfind(b"\n") + 1
+        if strict():
+            raise TraceError(
+                f"{path}: the file ends inside a row (cut short after {size:,} bytes);"
+                " profile or copy it again"
+            )
+        rows = max(0, data.count(b"\n", 0, complete) - 1)  # the header is a line
+        self.cuts.append((path.name, rows, size - complete))
+        return rows
 
     def _base(self, frame: pl.DataFrame, label: str) -> tuple[np.ndarray, np.ndarray]:
         start = frame["Start_Timestamp"].to_numpy()
@@ -358,6 +381,14 @@ def parse(path: Path, progress: Progress | None = None) -> Timeline:
         meta["ignored_files"] = found.ignored
     if not found.trace_files:
         reader.warnings.append(f"only agent info ({agent_files[0].name}); no trace files")
+    for name, rows, dropped in reader.cuts:
+        reader.warnings.append(
+            f"{name}: the file is cut short: kept its {rows:,} complete rows, dropped"
+            f" {dropped:,} bytes of the row the cut went through; the last step may be"
+            " incomplete (TRACEKIT_STRICT=1 or --strict refuses it)"
+        )
+    if reader.cuts:
+        meta["truncated"] = {"files": [c[0] for c in reader.cuts]}
     meta["warnings"] = reader.warnings + agents.warnings()
     folder = path if path.is_dir() else path.parent
     if summaries := v3_summaries(folder, found.prefix):
