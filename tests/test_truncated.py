@@ -143,8 +143,8 @@ def test_a_cut_rocprofv3_csv_keeps_exactly_its_complete_rows(tmp_path: Path) -> 
     header = kernels.index(b"\n") + 1
     for i in range(CUTS):
         cut = rng.randrange(header + 1, len(kernels) - 1)
-        if kernels[cut - 1 : cut] == b"\n":
-            cut += 1  # a cut inside a row
+        while kernels[cut - 1 : cut] == b"\n" or kernels[cut : cut + 1] in (b"\n", b"\r"):
+            cut += 1  # a cut inside a row (a row cut just before its line break is whole)
         folder, reference = tmp_path / f"cut{i}", tmp_path / f"ref{i}"
         for where, body in (
             (folder, kernels[:cut]),

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from tracekit import memory
 from tracekit.cli.cluster_command import cluster_command
 from tracekit.cli.commands import (
     analyze,
@@ -25,8 +26,9 @@ from tracekit.cli.commands import (
     report,
     summary,
 )
-from tracekit.cli.common import stderr
+from tracekit.cli.common import escape, stderr
 from tracekit.cli.diff_command import diff_command
+from tracekit.errors import TraceError
 from tracekit.names import printable
 from tracekit.parsers.base import STRICT_ENV
 from tracekit.reports import terminal
@@ -47,14 +49,28 @@ def main(
         bool,
         typer.Option(
             "--strict",
-            help="Refuse a trace cut short instead of reading its complete events (Kineto).",
+            help="Refuse a trace cut short instead of reading its complete events.",
         ),
     ] = False,
+    max_memory: Annotated[
+        str | None,
+        typer.Option(
+            "--max-memory",
+            envvar=memory.ENV,
+            help="Stop (one line, exit 2) past this much memory: 6G, 512M or 80% (default 90%).",
+        ),
+    ] = None,
 ) -> None:
     """Make GPU/NPU profiler traces of LLM inference readable."""
     terminal.NO_COLOR = no_color
     if strict:
         os.environ[STRICT_ENV] = "1"  # worker processes inherit it
+    try:
+        limit = memory.parse_limit(max_memory)
+    except TraceError as exc:
+        stderr.print(f"error: {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from None
+    memory.start_guard(limit)
 
 
 app.command()(info)

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console, Group
 from rich.text import Text
 
-from tracekit import stats
+from tracekit import memory, stats
 from tracekit.cli.common import (
     FormatOpt,
     JsonOpt,
@@ -126,8 +126,8 @@ def report(
     analyses = []
     for trace in traces:
         timeline = read_trace(trace, format)
-        with Spinner(stderr, f"analysing {escape(trace.name)}"):
-            analyses.append(analysis_of(timeline, rules, step_marker, patterns, option))
+        analyses.append(analysis_of(timeline, rules, step_marker, patterns, option))
+    memory.state.update(doing="writing the report")
     with Spinner(stderr, "writing the report"):
         text = render(analyses, output, extra, max_events)
     if target is None:

@@ -14,6 +14,7 @@ import msgspec
 import typer
 from rich.console import Console
 
+from tracekit import memory
 from tracekit.errors import TraceError
 from tracekit.load import load
 from tracekit.names import printable
@@ -93,6 +94,9 @@ def read_trace(path: Path, format: str | None = None) -> Timeline:
     """Load a trace, with a transient progress line on stderr when it is a terminal and the
     load takes a while."""
     name = escape(path.name)
+    size = sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
+    size = size or (path.stat().st_size if path.is_file() else 0)
+    memory.state.update(doing=f"reading {path.name}", input=f"{size / 1e6:,.0f} MB of trace")
     with Spinner(stderr, f"reading {name}") as spinner:
         return load(path, format, lambda phase: spinner.update(f"reading {name}: {escape(phase)}"))
 
@@ -138,9 +142,12 @@ def analysis_of(
     the command line."""
     from tracekit.analysis import analyze
 
-    return analyze(
-        timeline, rule_ids(rules), rule_options(options), step_marker=marker, patterns=patterns
-    )
+    source = timeline.meta.get("source") or "the trace"
+    memory.state.update(doing=f"analysing {source} ({len(timeline):,} events)")
+    with Spinner(stderr, f"analysing {escape(str(source))}"):
+        return analyze(
+            timeline, rule_ids(rules), rule_options(options), step_marker=marker, patterns=patterns
+        )
 
 
 def emit(data: dict[str, Any], output: str, terminal_view: Callable[[], Any]) -> None:

@@ -10,6 +10,7 @@ field); the ``Guid`` column of CSVs regenerated from rocpd is ignored; older out
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 from typing import Any
 
@@ -143,9 +144,13 @@ class CsvReader:
         return frame
 
     def _complete_rows(self, path: Path) -> int | None:
-        """None for a file that ends with a line break; for one cut inside a row (a
+        """None for a file whose rows are all whole; for one cut inside its last row (a
         profiler killed while writing, a copy cut off), the number of rows complete before
-        the cut, noted in :attr:`cuts` (refused with ``TRACEKIT_STRICT=1``)."""
+        the cut, noted in :attr:`cuts` (refused with ``TRACEKIT_STRICT=1``).
+
+        A last line without a line break is whole when it has every field and, where the
+        row ends in ``End_Timestamp``, that time is not before its start (a number cut short
+        loses digits); rocprofv3's own files sometimes end so."""
         with path.open("rb") as fh:
             fh.seek(0, 2)
             size = fh.tell()
@@ -154,6 +159,16 @@ class CsvReader:
                 return None
         data = path.read_bytes()
         complete = data.rfind(b"\n") + 1
+        names = data[: data.find(b"\n") + 1]
+        if _whole_row(names, data[complete:]):
+            if not names.rstrip().endswith(b'End_Timestamp"') and not names.rstrip().endswith(
+                b"End_Timestamp"
+            ):
+                self.warnings.append(
+                    f"{path.name}: its last line has no line break; read as a whole row (a"
+                    " cut inside its last field would not show)"
+                )
+            return None
         if strict():
             raise TraceError(
                 f"{path}: the file ends inside a row (cut short after {size:,} bytes);"
@@ -338,6 +353,24 @@ def _kernel_args(frame: pl.DataFrame, fields: list[Field]) -> Any:
         return None
     split = len(fields) - 1 if fields[-1].key == "grid" and len(fields) > 1 else None
     return json_args(frame, *fields, split=split)
+
+
+def _whole_row(header: bytes, last: bytes) -> bool:
+    """Whether ``last`` (a final line without a line break) is a whole row under ``header``."""
+    try:
+        names = next(csv.reader([header.decode("utf-8", "replace").strip()]))
+        fields = next(csv.reader([last.decode("utf-8", "replace")], strict=True))
+    except (csv.Error, StopIteration):
+        return False
+    if len(fields) != len(names):
+        return False
+    if names[-1] == "End_Timestamp" and "Start_Timestamp" in names:
+        start = fields[names.index("Start_Timestamp")]
+        try:
+            return int(fields[-1]) >= int(start)
+        except ValueError:
+            return False
+    return True
 
 
 def sniff(probe: Probe) -> bool:
