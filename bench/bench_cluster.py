@@ -47,15 +47,16 @@ def build(folder: Path, ranks: int, steps: int, layers: int) -> int:
 
 
 CHILD = """
-import json, resource, sys, time
+import json, sys, time
 from tracekit.cluster import analyze_cluster
+from tracekit.cluster.part import peak_rss
 t = time.perf_counter()
 c = analyze_cluster(sys.argv[1], workers=int(sys.argv[2]))
 wall = time.perf_counter() - t
 late = [f.metrics for f in c.findings if f.rule == "stragglers"]
 print(json.dumps({
     "wall": wall,
-    "main_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    "main_rss": peak_rss(),
     "worker_rss": max(p["peak_rss"] for p in c.parts),
     "ranks": len(c.ranks), "steps": c.step_metrics.height,
     "stragglers": [(m["rank"], m["persistent"]) for m in late],

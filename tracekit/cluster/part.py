@@ -154,6 +154,14 @@ def with_rank_hint(timeline: Timeline, path: Path) -> Timeline:
 
 
 def peak_rss() -> int:
-    """This process's peak resident memory in bytes."""
+    """This process's peak resident memory in bytes (Linux: ``VmHWM``, which, unlike
+    ``ru_maxrss``, does not carry the parent's peak across the exec of a spawned worker)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024
