@@ -53,6 +53,8 @@ def stragglers_of(cluster: ClusterAnalysis) -> list[Finding]:
 
 
 def _no_stragglers(cluster: ClusterAnalysis) -> str:
+    if len(cluster.ranks) < 2:
+        return "not measured (one rank: nothing to compare it with)"
     if not cluster.collectives.height or not cluster.collectives["matched"].any():
         return "not measured (no collective matched across ranks)"
     return "none (no rank made the others wait)"
@@ -65,7 +67,8 @@ def _headline(cluster: ClusterAnalysis) -> str:
     inputs = len(cluster.parts)
     steps = cluster.step_metrics["step"].n_unique() if cluster.step_metrics.height else 0
     return (
-        f"cluster: {len(ranks)} ranks{of} from {inputs} input{'s' * (inputs != 1)}, "
+        f"cluster: {len(ranks)} rank{'s' * (len(ranks) != 1)}{of} from {inputs}"
+        f" input{'s' * (inputs != 1)}, "
         f"{steps} step{'s' * (steps != 1)}, {cluster.collectives.height:,} collective launches"
     )
 
