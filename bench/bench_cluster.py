@@ -49,7 +49,7 @@ def build(folder: Path, ranks: int, steps: int, layers: int) -> int:
 CHILD = """
 import json, sys, time
 from tracekit.cluster import analyze_cluster
-from tracekit.cluster.part import peak_rss
+from tracekit.memory import peak_rss
 t = time.perf_counter()
 c = analyze_cluster(sys.argv[1], workers=int(sys.argv[2]))
 wall = time.perf_counter() - t

@@ -72,16 +72,12 @@ def build(fmt: str, events: int, cache: Path) -> Path:
 
 
 CHILD = """
-import json, resource, sys, time
+import json, sys, time
 from pathlib import Path
 import tracekit
 from tracekit.analysis import analyze
 
-def rss():  # this process's high-water mark (ru_maxrss would carry the parent's across exec)
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+from tracekit.memory import peak_rss as rss
 
 path, command, out = sys.argv[1], sys.argv[2], sys.argv[3]
 phases, t0 = [], time.perf_counter()

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from tracekit.errors import TraceError
 
@@ -23,7 +26,8 @@ DEFAULT_SHARE = 0.9
 ENV = "TRACEKIT_MAX_MEMORY"
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
-state = {"doing": "starting", "input": ""}  # what the command is at, for the message
+# what the command is at, and the trace it read (its size is looked up only for the message)
+state: dict[str, Any] = {"doing": "starting", "input": None}
 
 
 def total_memory() -> int:
@@ -56,6 +60,20 @@ def gib(size: float) -> str:
     return f"{size / 2**30:.1f} GB" if size >= 2**30 else f"{size / 2**20:.0f} MB"
 
 
+def peak_rss() -> int:
+    """This process's peak resident memory in bytes (Linux: ``VmHWM``, which, unlike
+    ``ru_maxrss``, does not carry the parent's peak across the exec of a spawned worker)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
 def used_memory() -> int:
     """Resident bytes of this process and all its children."""
     import psutil
@@ -70,6 +88,18 @@ def used_memory() -> int:
     return total
 
 
+def _input_size(path: Path | None) -> str:
+    """`` (1,800 MB of trace)`` for the trace being read, or empty."""
+    if path is None:
+        return ""
+    try:
+        files = [p for p in path.rglob("*") if p.is_file()] if path.is_dir() else [path]
+        size = sum(p.stat().st_size for p in files)
+    except OSError:
+        return ""
+    return f" ({size / 1e6:,.0f} MB of trace)"
+
+
 def start_guard(limit: int, on_exceed: Callable[[str], None] | None = None) -> threading.Thread:
     """Watch this process tree's memory; past ``limit``, report one line (``on_exceed``,
     default: to stderr) and exit with code 2."""
@@ -82,7 +112,7 @@ def start_guard(limit: int, on_exceed: Callable[[str], None] | None = None) -> t
         while True:
             used = used_memory()
             if used > limit:
-                what = f" ({state['input']})" if state["input"] else ""
+                what = _input_size(state["input"])
                 (on_exceed or report)(
                     f"tracekit used {gib(used)} while {state['doing']}{what}, over --max-memory"
                     f" {gib(limit)} ({gib(total_memory())} in this machine): the trace does not"

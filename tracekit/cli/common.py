@@ -94,9 +94,7 @@ def read_trace(path: Path, format: str | None = None) -> Timeline:
     """Load a trace, with a transient progress line on stderr when it is a terminal and the
     load takes a while."""
     name = escape(path.name)
-    size = sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
-    size = size or (path.stat().st_size if path.is_file() else 0)
-    memory.state.update(doing=f"reading {path.name}", input=f"{size / 1e6:,.0f} MB of trace")
+    memory.state.update(doing=f"reading {path.name}", input=path)
     with Spinner(stderr, f"reading {name}") as spinner:
         return load(path, format, lambda phase: spinner.update(f"reading {name}: {escape(phase)}"))
 

@@ -4,8 +4,6 @@ downsampled drill-down rows), never the timeline."""
 
 from __future__ import annotations
 
-import resource
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from tracekit.analysis import Analysis, analyze
 from tracekit.analysis.result import steps_summary
 from tracekit.checks.cluster import CHECKS as CLUSTER_CHECKS
 from tracekit.load import load
+from tracekit.memory import peak_rss
 from tracekit.metrics.collectives import launches
 from tracekit.model import Check, Finding
 from tracekit.parsers.kineto.detect import rank_hint
@@ -67,6 +66,13 @@ class Part:
     checks: list[Check]
     drill: pl.DataFrame
     peak_rss: int = 0
+
+
+def ranks_of(metrics: pl.DataFrame) -> list[int]:
+    """The ranks of a step-metrics table, sorted."""
+    if "rank" not in metrics.columns:
+        return []
+    return sorted(metrics["rank"].unique().drop_nulls().to_list())
 
 
 META_KEYS = ("format", "producer", "world_size", "devices", "warnings", "origin_ns")
@@ -122,8 +128,7 @@ def analyse_part(path: str | Path, settings: Settings | None = None) -> Part:
     meta = timeline.meta
     part = Part(
         source=str(meta.get("source") or path),
-        ranks=sorted(analysis.step_metrics["rank"].unique().drop_nulls().to_list())
-        or list(meta.get("ranks") or []),
+        ranks=ranks_of(analysis.step_metrics) or list(meta.get("ranks") or []),
         events=len(timeline),
         meta={k: meta.get(k) for k in META_KEYS},
         steps=steps_summary(analysis.steps, analysis.placement),
@@ -151,17 +156,3 @@ def with_rank_hint(timeline: Timeline, path: Path) -> Timeline:
     column = pa.array(np.full(events.num_rows, hint, dtype=np.int32))
     meta = {**timeline.meta, "ranks": [hint]}
     return Timeline(events.set_column(index, "rank", column), meta)
-
-
-def peak_rss() -> int:
-    """This process's peak resident memory in bytes (Linux: ``VmHWM``, which, unlike
-    ``ru_maxrss``, does not carry the parent's peak across the exec of a spawned worker)."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else peak * 1024

@@ -10,7 +10,7 @@ import polars as pl
 
 from tracekit.analysis import Analysis
 from tracekit.checks.cluster import cluster_checks
-from tracekit.cluster.part import CROSS_RANK_RULES, Part, Settings, drill_rows
+from tracekit.cluster.part import CROSS_RANK_RULES, Part, Settings, drill_rows, ranks_of
 from tracekit.cluster.ranks import distinct_ranks
 from tracekit.metrics import KEY
 from tracekit.metrics.collectives import LAUNCH_COLUMNS
@@ -43,9 +43,7 @@ class ClusterAnalysis:
     @property
     def ranks(self) -> list[int]:
         """The ranks in the cluster."""
-        if "rank" not in self.step_metrics.columns:
-            return []
-        return sorted(self.step_metrics["rank"].unique().drop_nulls().to_list())
+        return ranks_of(self.step_metrics)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: parts, clocks, per-step stragglers, the metrics rows, the collectives'
@@ -175,7 +173,7 @@ def from_analysis(analysis: Analysis) -> ClusterAnalysis:
         parts=[
             {
                 "source": source,
-                "ranks": sorted(analysis.step_metrics["rank"].unique().drop_nulls().to_list()),
+                "ranks": ranks_of(analysis.step_metrics),
                 "events": len(analysis.timeline),
                 "format": analysis.timeline.meta.get("format"),
                 "steps": None,
