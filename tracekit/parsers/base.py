@@ -29,3 +29,17 @@ class Parser:
     description: str
     sniff: Callable[[Probe], bool]
     parse: Callable[..., Timeline]
+
+
+def cut_short_warning(
+    name: str, what: str, how: str | None, kept: int, unit: str, dropped: int, ends: str = ""
+) -> str:
+    """The one warning line of a ``what`` (trace, file) read up to a cut: ``how`` it ends,
+    how many complete ``unit`` s (events, rows) were kept, the bytes of the one the cut went
+    through, and ``ends`` (where the kept ones end), the same words for every format."""
+    told = f" ({how})" if how else ""
+    return (
+        f"{name}: the {what} is cut short{told}: kept its {kept:,} complete {unit}s, dropped"
+        f" {dropped:,} bytes of the {unit} the cut went through{ends}; the last step may be"
+        " incomplete (TRACEKIT_STRICT=1 or --strict refuses it)"
+    )

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from tracekit.errors import TraceError
-from tracekit.parsers.base import Progress, strict
+from tracekit.parsers.base import Progress, cut_short_warning, strict
 from tracekit.parsers.io import file_text
 from tracekit.parsers.kineto import events, stream
 from tracekit.parsers.kineto.decode import decode
@@ -103,10 +103,15 @@ def cut_short(timeline: Timeline, path: Path, cut: stream.Cut) -> None:
     last = int(pa.compute.max(ends).as_py() or 0) if len(timeline) else 0
     how = f"its gzip stream ends early ({cut.gzip_error})" if cut.gzip_error else "its JSON"
     timeline.warn(
-        f"{path.name}: the trace is cut short ({how} after {cut.text_bytes:,} bytes of text):"
-        f" kept its {len(timeline):,} complete events, dropped {cut.dropped_bytes:,} bytes of"
-        f" the event the cut went through; the kept events end {last / 1e6:,.3f} ms after the"
-        " first; the last step may be incomplete (TRACEKIT_STRICT=1 or --strict refuses it)"
+        cut_short_warning(
+            path.name,
+            "trace",
+            f"{how} after {cut.text_bytes:,} bytes of text",
+            len(timeline),
+            "event",
+            cut.dropped_bytes,
+            f"; the kept events end {last / 1e6:,.3f} ms after the first",
+        )
     )
     timeline.meta["truncated"] = {
         "text_bytes": cut.text_bytes,

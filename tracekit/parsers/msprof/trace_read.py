@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tracekit.errors import TraceError
-from tracekit.parsers.base import strict
+from tracekit.parsers.base import cut_short_warning, strict
 from tracekit.parsers.io import file_text
 from tracekit.parsers.msprof import trace_parallel
 from tracekit.parsers.msprof.trace_decode import decode_bytes
@@ -66,10 +66,5 @@ def _complete_events(path: Path, text: Any) -> tuple[list[Any], str] | None:
         return None
     end = complete_end(text, first + 1)
     events = decode_bytes(path, bytes(text[:end]) + b"]")
-    warning = (
-        f"{path.name}: the trace is cut short (its JSON after {len(text):,} bytes): kept its"
-        f" {len(events):,} complete events, dropped {len(text) - end:,} bytes of the event the"
-        " cut went through; the last step may be incomplete (TRACEKIT_STRICT=1 or --strict"
-        " refuses it)"
-    )
-    return events, warning
+    how = f"its JSON after {len(text):,} bytes"
+    return events, cut_short_warning(path.name, "trace", how, len(events), "event", len(text) - end)

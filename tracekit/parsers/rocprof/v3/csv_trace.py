@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from tracekit.errors import TraceError
 from tracekit.parsers.assemble import Part
-from tracekit.parsers.base import Progress, strict
+from tracekit.parsers.base import Progress, cut_short_warning, strict
 from tracekit.parsers.name_pool import NamePool
 from tracekit.parsers.probe import Probe
 from tracekit.parsers.rocprof import sdk
@@ -415,11 +415,7 @@ def parse(path: Path, progress: Progress | None = None) -> Timeline:
     if not found.trace_files:
         reader.warnings.append(f"only agent info ({agent_files[0].name}); no trace files")
     for name, rows, dropped in reader.cuts:
-        reader.warnings.append(
-            f"{name}: the file is cut short: kept its {rows:,} complete rows, dropped"
-            f" {dropped:,} bytes of the row the cut went through; the last step may be"
-            " incomplete (TRACEKIT_STRICT=1 or --strict refuses it)"
-        )
+        reader.warnings.append(cut_short_warning(name, "file", None, rows, "row", dropped))
     if reader.cuts:
         meta["truncated"] = {"files": [c[0] for c in reader.cuts]}
     meta["warnings"] = reader.warnings + agents.warnings()
