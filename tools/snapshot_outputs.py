@@ -60,7 +60,7 @@ ASCEND_WRITERS: dict[str, Callable[[object, Path], Path]] = {
 }
 
 
-def _real_paths() -> Iterator[tuple[str, Path]]:
+def real_paths() -> Iterator[tuple[str, Path]]:
     roots = [Path(os.environ.get("TRACEKIT_REAL_TRACES", ROOT.parent / "shared" / "traces"))]
     roots.append(ROOT / "tests" / "data" / "real")
     for root in roots:
@@ -91,7 +91,7 @@ def _write_outputs(out: Path, key: str, trace: Path, html: bool) -> None:
 def write(out: Path) -> None:
     """Write the snapshot of this checkout into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    for key, path in _real_paths():
+    for key, path in real_paths():
         safe = key.replace("/", "__")
         try:
             timeline = tracekit.load(path)
