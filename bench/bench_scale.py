@@ -33,7 +33,8 @@ FORMATS = ("kineto", "nsys", "npu-db")
 
 
 def build(fmt: str, events: int, cache: Path) -> Path:
-    """The input of ``fmt`` with at least ``events`` rows, written once."""
+    """The input of ``fmt`` with at least ``events`` rows (Kineto: trace events), written
+    once."""
     cache.mkdir(parents=True, exist_ok=True)
     target = {
         "kineto": cache / f"scale-{events}.json",
@@ -45,29 +46,101 @@ def build(fmt: str, events: int, cache: Path) -> Path:
     from bench_analysis import timeline
 
     t = time.perf_counter()
-    if fmt == "npu-db":  # an Ascend decode (HCCL, MC², AI CPU), tiled the same way
-        from fixtures.ascend_scenario import build_ascend_scenario
-        from fixtures.scenario import tile_in_time
-        from tracekit.timeline import KINDS
-
-        scenario = build_ascend_scenario(steps=8, layers=8)
-        frame = tile_in_time(scenario.events, KINDS, events, 50_000)
-    else:
-        frame = timeline(events).df.with_columns(pl.col("kind", "name", "engine").cast(pl.String))
+    if fmt == "npu-db":
+        return _npu_db(events, target, t)
     if fmt == "kineto":
         from fixtures.kineto_writer import write_kineto_json
 
-        write_kineto_json(frame, target)
-    elif fmt == "nsys":
+        # a Kineto trace of `events` trace events (the writer adds flow events to the rows)
+        frame = timeline(-(-events * 1000 // _kineto_events_per_1000_rows())).df
+        write_kineto_json(_strings(frame), target)
+    else:
+        frame = _strings(timeline(events).df)
         from fixtures.nsys_writer import write_nsys_sqlite
 
         write_nsys_sqlite(frame, target)
-    else:
-        from fixtures.ascend_db_writer import write_torch_npu_db
-
-        target.mkdir()
-        write_torch_npu_db(frame, target, rank=0, device=0)
     print(f"wrote {target} ({frame.height:,} rows) in {time.perf_counter() - t:.0f} s")
+    return target
+
+
+def _strings(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(pl.col("kind", "name", "engine").cast(pl.String))
+
+
+def _kineto_events_per_1000_rows() -> int:
+    """Trace events the Kineto writer makes of 1,000 rows of the benchmark's scenario
+    (measured on 100,000)."""
+    import tempfile
+
+    from bench_analysis import timeline
+
+    from fixtures.kineto_writer import write_kineto_json
+
+    frame = _strings(timeline(100_000).df)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "t.json"
+        write_kineto_json(frame, path)
+        written = len(json.loads(path.read_text())["traceEvents"])
+    return written * 1000 // frame.height
+
+
+# (table, columns shifted by the tile's time span, columns shifted by their id span)
+DB_TILES = (
+    ("TASK", ("startNs", "endNs"), ("connectionId", "globalTaskId")),
+    ("COMPUTE_TASK_INFO", (), ("globalTaskId",)),
+    ("COMMUNICATION_TASK_INFO", (), ("globalTaskId", "opId")),
+    ("COMMUNICATION_OP", ("startNs", "endNs"), ("connectionId", "opId")),
+    ("CANN_API", ("startNs", "endNs"), ("connectionId",)),
+    ("PYTORCH_API", ("startNs", "endNs"), ("connectionId",)),
+    ("STEP_TIME", ("startNs", "endNs"), ("id",)),
+)
+
+
+def _npu_db(events: int, target: Path, started: float) -> Path:
+    """A torch_npu db export of an Ascend decode (HCCL, MC², AI CPU) with at least
+    ``events`` timeline rows: one copy written by the fixture writer, then repeated in time
+    inside SQLite (ids shifted per copy; the Python writer would hold 10M rows as dicts), its
+    ``analysis.db`` left out."""
+    import sqlite3
+
+    import tracekit
+    from fixtures.ascend_db_writer import write_torch_npu_db
+    from fixtures.ascend_scenario import build_ascend_scenario
+
+    target.mkdir()
+    out = write_torch_npu_db(build_ascend_scenario(steps=8, layers=8).events, target, rank=0)
+    per_tile = len(tracekit.load(out))
+    tiles = -(-events // per_tile)
+    db = next(out.rglob("ascend_pytorch_profiler_*.db"))
+    with sqlite3.connect(db) as con:
+        first, last = con.execute("SELECT startTimeNs, endTimeNs FROM SESSION_TIME_INFO").fetchone()
+        span = last - first + 50_000
+        con.execute(
+            "CREATE TEMP TABLE tiles AS WITH RECURSIVE k(n) AS (SELECT 1 UNION ALL SELECT n + 1"
+            f" FROM k WHERE n < {tiles - 1}) SELECT n FROM k"
+        )
+        for table, times, ids in DB_TILES:
+            columns = [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
+            spans = {c: con.execute(f"SELECT max({c}) + 1 FROM {table}").fetchone()[0] or 0
+                     for c in ids}  # fmt: skip
+            shifted = [
+                f"CAST(CAST({c} AS INTEGER) + n * {span} AS TEXT)"
+                if table == "PYTORCH_API" and c in times
+                else f"{c} + n * {span}"
+                if c in times
+                else f"{c} + n * {spans[c]}"
+                if c in ids
+                else c
+                for c in columns
+            ]
+            con.execute(f"INSERT INTO {table} SELECT {', '.join(shifted)} FROM {table}, tiles")
+        con.execute(f"UPDATE SESSION_TIME_INFO SET endTimeNs = endTimeNs + {(tiles - 1) * span}")
+    con.close()
+    # torch_npu's step summary (analysis.db) names 8 steps; the copies would not match it
+    next(out.rglob("analysis.db")).unlink()
+    print(
+        f"wrote {target} ({per_tile:,} rows x {tiles:,}) in {time.perf_counter() - started:.0f} s"
+    )
     return target
 
 
@@ -122,7 +195,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=10_000_000)
     # npu-db: the db writer refuses a tiled scenario (HCCL op ids repeat per tile) — to do
-    parser.add_argument("--formats", default="kineto,nsys")
+    parser.add_argument("--formats", default=",".join(FORMATS))
     parser.add_argument("--commands", default="report,summary")
     parser.add_argument("--cache", type=Path, default=CACHE)
     args = parser.parse_args()
