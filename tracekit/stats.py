@@ -18,7 +18,7 @@ STREAM_KEYS = ["device", "pid", "stream"]
 
 def device_rows(timeline: Timeline) -> pl.DataFrame:
     """Rows that occupy a device (kernels, copies, memsets, communication)."""
-    return timeline.df.filter(pl.col("kind").cast(pl.String).is_in(BUSY_KINDS))
+    return timeline.df.filter(pl.col("kind").is_in(BUSY_KINDS))
 
 
 def info(timeline: Timeline) -> dict[str, Any]:

@@ -31,9 +31,9 @@ PART_OF = "op"
 
 def is_part() -> pl.Expr:
     """True for a row that is one task of another row (see :data:`PART_OF`)."""
-    return (pl.col("kind").cast(pl.String) == "comm") & pl.col("args").str.contains(
-        f'"{PART_OF}":\\s*"'
-    ).fill_null(False)
+    return (pl.col("kind") == "comm") & pl.col("args").str.contains(f'"{PART_OF}":\\s*"').fill_null(
+        False
+    )
 
 
 _DICT = pa.dictionary(pa.int32(), pa.string())

@@ -25,9 +25,13 @@ def window_cover(work: pl.DataFrame, windows: pl.DataFrame, metrics: pl.DataFram
     if not windows.height:
         return Check("steps.cover", "pass", "no step windows: nothing to cover")
     span = windows.group_by(KEY).agg(_from=pl.col("start").min(), _to=pl.col("end").max())
-    rows = work.join(span, on=KEY, how="inner").with_columns(
-        ts=pl.max_horizontal("ts", "_from"),
-        _end=pl.min_horizontal(pl.col("ts") + pl.col("dur"), pl.col("_to")),
+    rows = (
+        work.select(*KEY, "ts", "dur")
+        .join(span, on=KEY, how="inner")
+        .with_columns(
+            ts=pl.max_horizontal("ts", "_from"),
+            _end=pl.min_horizontal(pl.col("ts") + pl.col("dur"), pl.col("_to")),
+        )
     )
     rows = rows.filter(pl.col("_end") > pl.col("ts")).with_columns(
         dur=pl.col("_end") - pl.col("ts")
@@ -47,7 +51,8 @@ def categories_add_up(work: pl.DataFrame, metrics: pl.DataFrame) -> Check:
     """The per-category times of every step add up to the time of its device rows (an HCCL
     task counted once, in its collective): a row that lost its category or its step, or a
     step without metrics, breaks it."""
-    want = int(work.filter(pl.col("step").is_not_null() & ~is_part())["dur"].sum() or 0)
+    in_steps = pl.col("step").is_not_null() & ~is_part()
+    want = int(work.select(pl.col("dur").filter(in_steps).sum()).item() or 0)
     got = int(metrics.select(pl.sum_horizontal(pl.col("^cat_.*_ns$")).sum()).item() or 0)
     status = "pass" if got == want else "fail"
     detail = f"category times add up to {_ns(got)}; the device rows in steps take {_ns(want)}"
@@ -77,28 +82,29 @@ def no_giant_step(work: pl.DataFrame, steps: Steps) -> Check:
 def placement(work: pl.DataFrame) -> Check:
     """Device rows placed by host time only (they may sit a step late)."""
     total = int(work["dur"].sum() or 0)
-    by_host = (
-        work.filter(pl.col("placed") == "host_time") if "placed" in work.columns else work.clear()
-    )
-    if not by_host.height:
+    host = pl.col("placed") == "host_time" if "placed" in work.columns else pl.lit(False)
+    count, ns = work.select(host.sum().alias("rows"), pl.col("dur").filter(host).sum()).row(0)
+    if not count:
         return Check("steps.placement", "pass", "no device row was placed by host time alone", 0, 0)
-    share = int(by_host["dur"].sum()) / total if total else 0.0
+    share = int(ns) / total if total else 0.0
     detail = (
-        f"{by_host.height:,} device rows ({share:.1%} of device time) had no launch link and no"
+        f"{count:,} device rows ({share:.1%} of device time) had no launch link and no"
         " device window: placed by host time alone (the step range their start falls in)"
     )
-    return Check("steps.placement", "warn", detail, 0, by_host.height)
+    return Check("steps.placement", "warn", detail, 0, count)
 
 
 def device_index(rows: pl.DataFrame) -> Check:
     """Device rows whose device index the trace does not give (analysed as the rank's one
     device, or device 0)."""
-    device_rows = rows.filter(pl.col("kind").cast(pl.String).is_in(WORK_KINDS))
-    missing = device_rows["device"].null_count()
+    device = pl.col("kind").is_in(WORK_KINDS)
+    total, missing = rows.select(
+        device.sum().alias("rows"), (device & pl.col("device").is_null()).sum().alias("missing")
+    ).row(0)
     if not missing:
         return Check("rows.device", "pass", "every device row names its device", 0, 0)
     detail = (
-        f"{missing:,} of {device_rows.height:,} device rows have no device index; analysed on"
+        f"{missing:,} of {total:,} device rows have no device index; analysed on"
         " their rank's only device (or device 0)"
     )
     return Check("rows.device", "warn", detail, 0, missing)

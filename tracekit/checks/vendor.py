@@ -129,7 +129,7 @@ def _kernels_check(summary: dict[str, Any], rows: pl.DataFrame) -> Check:
     kind = summary.get("kind", "kernels")
     name = _check_name(kind, summary)
     kinds = {"kernels": ["kernel", "comm"], "api": ["api"], "copies": ["memcpy", "memset"]}
-    rows = rows.filter(pl.col("kind").cast(pl.String).is_in(kinds[kind]))
+    rows = rows.filter(pl.col("kind").is_in(kinds[kind]))
     if summary.get("rank") is not None:
         rows = rows.filter(pl.col("rank") == summary["rank"])
     if key == "name":

@@ -15,5 +15,5 @@ KEY = ["rank", "device", "step"]
 DEVICE = ["rank", "device"]
 # Compute: every kernel that is not communication (copy kernels and fallbacks included; on
 # Ascend this is the "Computing" of step_trace_time, on NVIDIA what HTA calls computation).
-IS_COMPUTE = (pl.col("kind").cast(pl.String) == "kernel") & ~pl.col("is_comm")
+IS_COMPUTE = (pl.col("kind") == "kernel") & ~pl.col("is_comm")
 MIN_BUBBLE_NS = 2_000

@@ -11,10 +11,16 @@ from tracekit.metrics import KEY
 SYNC_API = r"(?i)synchroni[sz]e|EventSynchronize|StreamWait|aclrtSynchronize"
 
 
+def _matching(names: pl.Series, pattern: str) -> pl.Series:
+    """The distinct ``names`` that match ``pattern`` (each name tested once, not per row)."""
+    distinct = names.unique().cast(pl.String)
+    return distinct.filter(distinct.str.contains(pattern))
+
+
 def idle_gaps(rows: pl.DataFrame, min_bubble_ns: int) -> pl.DataFrame:
     """Stretches (``*KEY, start, end, ns``) of at least ``min_bubble_ns`` with no row of the
     step running, between the first and the last row of each step (rows cut to their step's
-    window)."""
+    window, or their merged intervals)."""
     idle = gaps(rows, KEY).with_columns(ns=pl.col("end") - pl.col("start"))
     return idle.filter(pl.col("ns") >= min_bubble_ns)
 
@@ -33,10 +39,13 @@ def bubble_totals(rows: pl.DataFrame, min_bubble_ns: int) -> pl.DataFrame:
     )
 
 
-def comm_bubble_totals(rows: pl.DataFrame, min_bubble_ns: int) -> pl.DataFrame:
+def comm_bubble_totals(
+    rows: pl.DataFrame, min_bubble_ns: int, comm: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Per (rank, device, step): ``comm_bubble_ns``, the stretches of at least
-    ``min_bubble_ns`` where communication runs and nothing else does."""
-    comm = rows.filter(pl.col("is_comm"))
+    ``min_bubble_ns`` where communication runs and nothing else does (``comm``: the
+    communication rows, or their merged intervals, when the caller has them)."""
+    comm = rows.filter(pl.col("is_comm")) if comm is None else comm
     not_comm = rows.filter(~pl.col("is_comm"))
     comm_alone = subtract(comm, not_comm, KEY).with_columns(ns=pl.col("end") - pl.col("start"))
     return (
@@ -61,9 +70,10 @@ def attributed_bubbles(
             after=pl.lit(None, pl.String),
         )
     dev = ["rank", "device"]
-    work = in_windows.with_columns(
-        _end=pl.col("ts") + pl.col("dur"), _name=pl.col("name").cast(pl.String)
-    ).select(*dev, "ts", "_end", "_name", "is_comm", "corr")
+    # names stay dictionary codes until the few bubbles are found
+    work = in_windows.select(
+        *dev, "ts", _end=pl.col("ts") + pl.col("dur"), _name="name", is_comm="is_comm", corr="corr"
+    )
     before = idle.join_asof(
         work.sort("_end").select(*dev, "_end", _bname="_name", _bcomm="is_comm"),
         left_on="start",
@@ -80,16 +90,30 @@ def attributed_bubbles(
         strategy="forward",
         check_sortedness=False,
     )
-    api = rows.filter(pl.col("kind").cast(pl.String) == "api").with_columns(
-        pl.col("rank").fill_null(0).cast(pl.Int32), _api_end=pl.col("ts") + pl.col("dur")
+    # Only the calls that matter are gathered: the launches of the rows after the gaps and
+    # the sync calls (a trace has millions of API calls and a few thousand gaps).
+    api = rows.lazy().filter(pl.col("kind") == "api")
+    api = api.select(
+        pl.col("rank").fill_null(0).cast(pl.Int32),
+        "corr",
+        "ts",
+        "name",
+        _api_end=pl.col("ts") + pl.col("dur"),
     )
-    launches = api.filter(pl.col("corr").is_not_null()).select("rank", "corr", "_api_end")
-    launches = launches.unique(subset=["rank", "corr"], keep="first")
+    wanted = after["corr"].drop_nulls().unique().implode()
+    launches = (
+        api.filter(pl.col("corr").is_in(wanted))
+        .select("rank", "corr", "_api_end")
+        .collect()
+        .unique(subset=["rank", "corr"], keep="first")
+    )
     found = after.join(launches, on=["rank", "corr"], how="left")
     # Some sync call overlaps the gap iff, among the calls starting before the gap ends, the
     # latest end (a running maximum) is after the gap starts: one as-of join, no cross join.
+    sync_names = _matching(api.select(pl.col("name").unique()).collect()["name"], SYNC_API)
     syncs = (
-        api.filter(pl.col("name").cast(pl.String).str.contains(SYNC_API))
+        api.filter(pl.col("name").is_in(sync_names.implode()))
+        .collect()
         .sort("ts")
         .select("rank", _s="ts", _reach=pl.col("_api_end").cum_max().over("rank"))
     )
@@ -115,7 +139,11 @@ def attributed_bubbles(
         .otherwise(pl.lit("unknown"))
     )
     return (
-        found.with_columns(cause=cause, before=pl.col("_bname"), after=pl.col("_aname"))
+        found.with_columns(
+            cause=cause,
+            before=pl.col("_bname").cast(pl.String),
+            after=pl.col("_aname").cast(pl.String),
+        )
         .select(*KEY, "start", "end", "ns", "cause", "before", "after")
         .sort(*KEY, "start")
     )

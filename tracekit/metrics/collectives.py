@@ -52,6 +52,11 @@ DTYPE_BYTES = (
     (r"bfloat16|bf16|half|float16|fp16|int16|short", 2),
     (r"int8|uint8|byte|char|bool|fp8|float8|hif8", 1),
 )
+# the args keys a launch is read from (PyTorch's record_param_comms, HCCL)
+ARG_KEYS = (
+    "pg_name", "collective", "group", "seq", "in_nelems", "out_nelems", "count", "dtype",
+    "group_size",
+)  # fmt: skip
 LAUNCH_COLUMNS = {
     "rank": pl.Int32,
     "device": pl.Int32,
@@ -118,14 +123,11 @@ def launches(
     if rows.height == 0:
         return pl.DataFrame(schema=LAUNCH_COLUMNS)
     origin = int(origin_ns or 0)
-    rows = rows.select(
-        "rank",
-        "device",
-        pl.col("step").cast(pl.Int64),
-        "is_fused_comm",
-        name=pl.col("name").cast(pl.String),
-        start=pl.col("ts") + origin,
-        end=pl.col("ts") + pl.col("dur") + origin,
+    rows = rows.with_row_index("_i")
+    # args are parsed only where they hold one of the keys (a kernel's args rarely do)
+    holds = pl.col("args").str.contains('"(?:' + "|".join(ARG_KEYS) + ')"')
+    fields = rows.filter(holds.fill_null(False)).select(
+        "_i",
         pg=_arg("pg_name"),
         coll=_arg("collective"),
         hccl=_arg("group"),
@@ -138,6 +140,17 @@ def launches(
         dtype=_arg("dtype"),
         group_size=_arg("group_size").cast(pl.Int64, strict=False),
     )
+    rows = rows.select(
+        "_i",
+        "rank",
+        "device",
+        pl.col("step").cast(pl.Int64),
+        "is_fused_comm",
+        name=pl.col("name").cast(pl.String),
+        start=pl.col("ts") + origin,
+        end=pl.col("ts") + pl.col("dur") + origin,
+    )
+    rows = rows.join(fields, on="_i", how="left", maintain_order="left").drop("_i")
     labels = _labels(rows["name"])
     rows = rows.with_columns(
         label=pl.col("name").replace_strict(labels, default=pl.col("name")),

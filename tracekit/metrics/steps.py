@@ -19,15 +19,19 @@ from tracekit.timeline import is_part
 
 def clipped(work: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     """Work rows of each step cut to the step's window (rows wholly outside are dropped)."""
-    rows = work.join(windows.select(*KEY, "start", "end"), on=KEY, how="inner")
-    rows = rows.with_columns(
+    # The window of each row from a join of the keys alone; the rows' other columns are
+    # shared, not copied, unless some rows fall outside (then one filter copies them).
+    bounds = work.select(*KEY, "ts", "dur").join(
+        windows.select(*KEY, "start", "end"), on=KEY, how="left", maintain_order="left"
+    )
+    cut = bounds.select(
         _s=pl.max_horizontal("ts", "start"),
         _e=pl.min_horizontal(pl.col("ts") + pl.col("dur"), pl.col("end")),
+        _in=pl.col("start").is_not_null(),
     )
-    rows = rows.filter(pl.col("_e") > pl.col("_s"))
-    return rows.with_columns(ts=pl.col("_s"), dur=pl.col("_e") - pl.col("_s")).drop(
-        "_s", "_e", "start", "end"
-    )
+    inside = cut["_in"] & (cut["_e"] > cut["_s"])
+    rows = work.with_columns(ts=cut["_s"], dur=cut["_e"] - cut["_s"])
+    return rows if inside.all() else rows.filter(inside)
 
 
 def _length(frame: pl.DataFrame, name: str) -> pl.DataFrame:
@@ -48,9 +52,13 @@ def step_metrics(
     (the steps' ``rank, step, phase, tokens``) gives each step its phase and tokens;
     ``waits`` (:func:`tracekit.metrics.waits.sync_waits`) its ``sync_wait_ns``."""
     rows = clipped(work, windows) if in_windows is None else in_windows
+    rows = rows.select(*KEY, "ts", "dur", "kind", "is_comm")  # the filters copy only these
     comm = rows.filter(pl.col("is_comm"))
     compute = rows.filter(IS_COMPUTE)
-    own = work.filter(pl.col("step").is_not_null() & ~is_part())  # sums: tasks count once
+    flags = ("kind", "is_comm", "is_fallback", "is_fused_comm", "category")
+    own = work.select(*KEY, "dur", *flags, _part=is_part()).filter(
+        pl.col("step").is_not_null() & ~pl.col("_part")  # sums: tasks count once
+    )
     sums = own.group_by(KEY).agg(
         pl.col("dur").filter(pl.col("is_fallback")).sum().alias("fallback_ns"),
         pl.col("dur").filter(pl.col("is_fused_comm")).sum().alias("fused_comm_ns"),
@@ -60,14 +68,16 @@ def step_metrics(
             for c in CATEGORIES
         ),
     )
+    # each set merged once, then combined (the interval functions take merged sets as is)
+    busy, comm, compute = merge(rows, KEY), merge(comm, KEY), merge(compute, KEY)
     parts = [
-        _length(merge(rows, KEY), "busy_ns"),
-        _length(merge(compute, KEY), "compute_ns"),
-        _length(merge(comm, KEY), "comm_ns"),
+        _length(busy, "busy_ns"),
+        _length(compute, "compute_ns"),
+        _length(comm, "comm_ns"),
         exposed_ns(comm, compute, "exposed_comm_ns"),
         _length(intersect(comm, compute, KEY), "_overlap_ns"),
-        bubble_totals(rows, min_bubble_ns),
-        comm_bubble_totals(rows, min_bubble_ns),
+        bubble_totals(busy, min_bubble_ns),
+        comm_bubble_totals(rows, min_bubble_ns, comm),
         sums,
     ]
     if waits is not None:

@@ -62,16 +62,20 @@ def exposed_ns(comm: pl.DataFrame, compute: pl.DataFrame, name: str) -> pl.DataF
     return lengths(subtract(comm, compute, KEY), KEY, name)
 
 
-def comm_exposure(work: pl.DataFrame) -> pl.DataFrame:
+def comm_exposure(work: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     """Each communication row with ``overlap_ns``: how much of it ran beside compute kernels.
 
     Covered length of the compute union up to time t is ``prefix + clamp(t - start)`` of the
-    last merged compute interval starting at or before t (an as-of join, O(n log n)).
+    last merged compute interval starting at or before t (an as-of join, O(n log n)). Lazy
+    input is filtered before it is gathered: only the communication rows are copied whole.
     """
-    compute = work.filter(IS_COMPUTE)
+    compute = work.lazy().filter(IS_COMPUTE)
     # an HCCL task is judged with its collective, not as one more exposed kernel
-    comm = work.filter(pl.col("is_comm") & ~is_part()).with_columns(
-        _end=pl.col("ts") + pl.col("dur")
+    comm = (
+        work.lazy()
+        .filter(pl.col("is_comm") & ~is_part())
+        .with_columns(_end=pl.col("ts") + pl.col("dur"))
+        .collect()
     )
     merged = merge(compute, DEVICE).sort(*DEVICE, "start")
     merged = merged.with_columns(

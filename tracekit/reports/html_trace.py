@@ -110,7 +110,7 @@ def _by_name(rows: pl.DataFrame, whole_ns: int, top: int) -> list[dict[str, Any]
 def kernels(analysis: Analysis, top: int = 25) -> list[dict[str, Any]]:
     """Kernels and communication by total time; ``share`` of all device work time."""
     work = analysis.work.filter(~is_part())  # an HCCL task counts in its collective
-    kinds = pl.col("kind").cast(pl.String).is_in(["kernel", "comm"])
+    kinds = pl.col("kind").is_in(["kernel", "comm"])
     return _by_name(work.filter(kinds), int(work["dur"].sum() or 0), top)
 
 

@@ -26,7 +26,7 @@ _KERNEL_LIKE = ("kernel", "comm")
 STATS = ("collective_ns", "fused_ns", "exposed_ns", "count")
 
 
-def unfused_pairs(work: pl.DataFrame, max_gap_ns: int) -> pl.DataFrame:
+def unfused_pairs(work: pl.DataFrame | pl.LazyFrame, max_gap_ns: int) -> pl.DataFrame:
     """Collectives (communication, not fused) that directly follow or precede a GEMM.
 
     "Directly" means the neighbouring kernel on the same stream, or the neighbouring kernel
@@ -34,49 +34,71 @@ def unfused_pairs(work: pl.DataFrame, max_gap_ns: int) -> pl.DataFrame:
     Columns: the collective row, ``gemm`` (the neighbour's name) and ``order`` ("gemm first"
     or "collective first").
     """
-    rows = work.filter(pl.col("kind").cast(pl.String).is_in(_KERNEL_LIKE)).sort("ts")
-    rows = rows.with_columns(name=pl.col("name").cast(pl.String), _end=pl.col("ts") + pl.col("dur"))
-
-    def neighbours(over: list[str], tag: str) -> list[pl.Expr]:
-        return [
-            pl.col("category").shift(1).over(over).alias(f"_pcat{tag}"),
-            pl.col("name").shift(1).over(over).alias(f"_pname{tag}"),
-            (pl.col("ts") - pl.col("_end").shift(1).over(over)).alias(f"_pgap{tag}"),
-            pl.col("category").shift(-1).over(over).alias(f"_ncat{tag}"),
-            pl.col("name").shift(-1).over(over).alias(f"_nname{tag}"),
-            (pl.col("ts").shift(-1).over(over) - pl.col("_end")).alias(f"_ngap{tag}"),
-        ]
-
-    rows = rows.with_columns(
-        *neighbours(["rank", "device", "stream"], "s"), *neighbours(["rank", "device"], "d")
-    )
-    gap = max_gap_ns
-    before = pl.lit(None, pl.String)
-    after = pl.lit(None, pl.String)
-    for tag in ("d", "s"):  # same stream wins over the device-wide neighbour
-        hit = (pl.col(f"_pcat{tag}") == "gemm") & (pl.col(f"_pgap{tag}") <= gap)
-        before = pl.when(hit).then(pl.col(f"_pname{tag}")).otherwise(before)
-        hit = (pl.col(f"_ncat{tag}") == "gemm") & (pl.col(f"_ngap{tag}") <= gap)
-        after = pl.when(hit).then(pl.col(f"_nname{tag}")).otherwise(after)
+    kernels = work.lazy().filter(pl.col("kind").is_in(_KERNEL_LIKE)).with_row_index("_i")
+    # Neighbours are found on a narrow copy (index, keys, times, GEMM or not, name code);
+    # only the collectives' rows are gathered whole.
+    probe = kernels.select(
+        "_i",
+        "rank",
+        "device",
+        "stream",
+        "ts",
+        "name",
+        "is_fused_comm",
+        _end=pl.col("ts") + pl.col("dur"),
+        _gemm=pl.col("category") == "gemm",
+    ).collect()
+    before, after = _beside_gemm(probe, ["rank", "device"], max_gap_ns)
+    on_stream = _beside_gemm(probe, ["rank", "device", "stream"], max_gap_ns)
+    before = on_stream[0].fill_null(before)  # same stream wins over the device-wide neighbour
+    after = on_stream[1].fill_null(after)
     collective = pl.col("is_comm") & ~pl.col("is_fused_comm") & ~is_part()  # tasks: their op's
-    collectives = _outside_fused(rows.filter(collective), rows)
-    found = collectives.with_columns(_before=before, _after=after).filter(
-        pl.col("_before").is_not_null() | pl.col("_after").is_not_null()
+    beside = before.is_not_null() | after.is_not_null()
+    rows = kernels.filter(collective & pl.lit(beside)).collect()
+    at = rows["_i"]
+    rows = rows.with_columns(
+        _before=before.gather(at), _after=after.gather(at), _end=probe["_end"].gather(at)
     )
+    fused = probe.filter("is_fused_comm")
+    found = _outside_fused(rows, fused)
     return found.with_columns(
-        gemm=pl.coalesce("_before", "_after"),
+        name=pl.col("name").cast(pl.String),
+        gemm=pl.coalesce("_before", "_after").cast(pl.String),
         order=pl.when(pl.col("_before").is_not_null())
         .then(pl.lit("gemm first"))
         .otherwise(pl.lit("collective first")),
     ).select(pl.exclude("^_.*$"))
 
 
-def _outside_fused(collectives: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+def _beside_gemm(probe: pl.DataFrame, over: list[str], gap: int) -> tuple[pl.Series, pl.Series]:
+    """Per row of ``probe`` (in its order): the name of the GEMM right before it and right
+    after it among the rows of its group ``over``, within ``gap`` ns; null where none."""
+    same_prev = pl.all_horizontal(pl.col(c).eq_missing(pl.col(c).shift(1)) for c in over)
+    same_next = pl.all_horizontal(pl.col(c).eq_missing(pl.col(c).shift(-1)) for c in over)
+    prev_hit = (
+        same_prev & pl.col("_gemm").shift(1) & (pl.col("ts") - pl.col("_end").shift(1) <= gap)
+    )
+    next_hit = (
+        same_next & pl.col("_gemm").shift(-1) & (pl.col("ts").shift(-1) - pl.col("_end") <= gap)
+    )
+    found = (
+        probe.sort([*over, "ts", "_i"])  # in time, ties in the frame's order
+        .select(
+            "_i",
+            _b=pl.when(prev_hit).then(pl.col("name").shift(1)),
+            _a=pl.when(next_hit).then(pl.col("name").shift(-1)),
+        )
+        .sort("_i")
+    )
+    return found["_b"], found["_a"]
+
+
+def _outside_fused(collectives: pl.DataFrame, fused: pl.DataFrame) -> pl.DataFrame:
     """Collectives that do not start inside a fused operator on their device (an MC²
-    operator's AI CPU communication side is part of the fused operator, not a pair)."""
+    operator's AI CPU communication side is part of the fused operator, not a pair);
+    ``fused`` has the fused rows' ``rank, device, ts, _end``."""
     dev = ["rank", "device"]
-    fused = rows.filter(pl.col("is_fused_comm")).sort("ts")
-    fused = fused.select(*dev, _fs="ts", _reach=pl.col("_end").cum_max().over(dev))
+    fused = fused.sort("ts").select(*dev, _fs="ts", _reach=pl.col("_end").cum_max().over(dev))
     found = collectives.sort("ts").join_asof(
         fused, left_on="ts", right_on="_fs", by=dev, strategy="backward", check_sortedness=False
     )
@@ -126,7 +148,7 @@ class Mc2(Rule):
 
     def run(self, ctx: Context) -> list[Finding]:
         """One finding per unfused GEMM + collective pair and per fused operator."""
-        work = ctx.work.filter(pl.col("step").is_not_null())
+        work = ctx.work.lazy().filter(pl.col("step").is_not_null())
         parts = [self._pairs(work)]
         if self.opts["fused"]:
             parts.append(_fused(work))
@@ -138,7 +160,7 @@ class Mc2(Rule):
         table = summarise(obs.with_columns(missing), STATS, step_time(ctx))
         return findings(self, ctx, table, _describe, STATS)
 
-    def _pairs(self, work: pl.DataFrame) -> pl.DataFrame:
+    def _pairs(self, work: pl.LazyFrame) -> pl.DataFrame:
         """Observations of the unfused pairs: one row per (pattern, rank, device, step)."""
         pairs = unfused_pairs(work, self.opts["max_gap_ns"])
         if pairs.height == 0:
@@ -166,12 +188,12 @@ class Mc2(Rule):
         )
 
 
-def _fused(work: pl.DataFrame) -> pl.DataFrame:
+def _fused(work: pl.LazyFrame) -> pl.DataFrame:
     """Observations of the fused operators: one row per (pattern, rank, device, step)."""
-    if work.filter(pl.col("is_fused_comm")).height == 0:
+    if not work.select(pl.col("is_fused_comm").any()).collect().item():
         return pl.DataFrame()
     # the fused rows and the compute rows they may overlap: exposure of nothing else
-    mine = work.filter(pl.col("step").is_not_null() & (pl.col("is_fused_comm") | IS_COMPUTE))
+    mine = work.lazy().filter(pl.col("step").is_not_null() & (pl.col("is_fused_comm") | IS_COMPUTE))
     rows = labelled(comm_exposure(mine), "name", "_op")
     return (
         rows.with_columns(pattern=pl.format("fused: {}", "_op"))

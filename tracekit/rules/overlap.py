@@ -31,7 +31,7 @@ def exposed_instances(
     """Communication rows (in steps, at least ``min_ns``) that ran with less than
     ``exposed_below`` of their time beside compute while the median instance of the same
     name is overlapped at least ``usually_above``; with ``ratio`` and ``usual``."""
-    rows = comm_exposure(work.filter(pl.col("step").is_not_null()))
+    rows = comm_exposure(work.lazy().filter(pl.col("step").is_not_null()))
     rows = rows.filter(pl.col("dur") >= min_ns).with_columns(
         ratio=pl.col("overlap_ns") / pl.col("dur"), name=pl.col("name").cast(pl.String)
     )
@@ -52,7 +52,7 @@ def clusters(rows: pl.DataFrame) -> pl.DataFrame:
     rows = rows.with_columns(_cluster=(before.is_null() | (pl.col("ts") > before)).cum_sum())
     main = rows.sort(
         "is_fused_comm",
-        pl.col("kind").cast(pl.String) == "kernel",
+        pl.col("kind") == "kernel",
         "dur",
         "name",
         descending=[True, True, True, False],
@@ -113,7 +113,7 @@ class Overlap(Rule):
         exposed = clusters(exposed)
         # Exposed time: the union of the instances minus compute, each piece credited to the
         # cluster it lies in (an MC² operator and its AI CPU row cover the same stretch once).
-        pieces = subtract(exposed, ctx.work.filter(IS_COMPUTE), KEY).sort("start")
+        pieces = subtract(exposed, ctx.work.lazy().filter(IS_COMPUTE), KEY).sort("start")
         starts = exposed.select(*KEY, "_cstart", "_cluster").unique().sort("_cstart")
         alone = (
             pieces.join_asof(

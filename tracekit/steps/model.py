@@ -56,7 +56,7 @@ def is_host() -> pl.Expr:
 
 def kind_is(*kinds: str) -> pl.Expr:
     """Rows whose ``kind`` is one of ``kinds``."""
-    return pl.col("kind").cast(pl.String).is_in(list(kinds))
+    return pl.col("kind").is_in(list(kinds))
 
 
 def named(frame: pl.DataFrame, pattern: str) -> pl.Expr:

@@ -42,7 +42,7 @@ def step_at(
     """Step of each row by the time in column ``at``: the last range of its group ``by``
     that started at or before it (and, with ``ends``, has not ended yet); null otherwise.
     ``starts`` has ``*by, step, start`` (and ``end`` with ``ends``)."""
-    probe = rows.select(pl.int_range(pl.len()).alias("_i"), *by, pl.col(at))
+    probe = rows.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_i"), *by, pl.col(at))
     probe = probe.filter(pl.col(at).is_not_null()).sort(at)
     found = probe.join_asof(
         starts.sort("start"),
@@ -55,9 +55,9 @@ def step_at(
     step = pl.col("step")
     if ends:
         step = pl.when(pl.col(at) < pl.col("end")).then(step)
-    found = found.select("_i", step.alias("step"))
-    full = pl.DataFrame({"_i": pl.int_range(rows.height, eager=True)})
-    return full.join(found, on="_i", how="left").sort("_i")["step"]
+    found = found.select("_i", step.cast(pl.Int64).alias("step"))
+    nulls = pl.repeat(None, rows.height, dtype=pl.Int64, eager=True).alias("step")
+    return nulls.scatter(found["_i"], found["step"])
 
 
 def _export_steps(
@@ -113,6 +113,23 @@ def placement_counts(work: pl.DataFrame) -> dict[str, int]:
     return counts
 
 
+def _launch_key(calls: pl.LazyFrame, work: pl.DataFrame) -> pl.Expr:
+    """One integer per (rank, correlation id), ``rank * span + corr``, where the ids allow
+    it (one key hashes and joins in a fraction of the time and memory of two); else the
+    pair as a struct."""
+    rank = pl.col("rank").fill_null(0).cast(pl.Int64)
+    bounds = [pl.col("corr").min().alias("low"), pl.col("corr").max().alias("high"),
+              rank.max().alias("ranks")]  # fmt: skip
+    both = pl.concat([calls.select(bounds).collect(), work.select(bounds)])
+    low, high, ranks = both["low"].min(), both["high"].max(), both["ranks"].max()
+    if low is None:
+        return rank + pl.col("corr")  # no ids at all: nothing will match
+    span = int(high) + 1
+    if low >= 0 and span * (int(ranks) + 1) < 2**62:
+        return rank * span + pl.col("corr")
+    return pl.struct(rank, "corr")
+
+
 def assign(df: pl.DataFrame, steps: Steps) -> pl.DataFrame:
     """Device work rows of ``df`` with ``rank`` filled, a ``step`` column (null: none) and
     ``placed``: how the row was placed (:data:`PLACEMENTS`)."""
@@ -123,16 +140,21 @@ def assign(df: pl.DataFrame, steps: Steps) -> pl.DataFrame:
         exported = _export_steps(work, ranges)
         placed = _placed(("export", exported), ("device_time", by_time))
         return work.with_columns(step=pl.coalesce(exported, by_time), placed=placed)
-    launches = (
-        df.filter(kind_is("api") & pl.col("corr").is_not_null())
-        .select(pl.col("rank").fill_null(0).cast(pl.Int32), "corr", _launch=pl.col("ts"))
-        .unique(subset=["rank", "corr"], keep="first")
+    calls = df.lazy().filter(kind_is("api") & pl.col("corr").is_not_null())
+    key = _launch_key(calls, work)
+    launches = (  # lazy: only the key and the time are gathered, not every column of the calls
+        calls.select(_key=key, _launch=pl.col("ts"))
+        .collect()
+        .unique(subset="_key", keep="first", maintain_order=True)
     )
-    work = work.join(launches, on=["rank", "corr"], how="left", maintain_order="left")
-    by_launch = step_at(work, "_launch", ranges, ["rank"], ends=True)
+    # the join on the key alone: joining the work rows would copy every column
+    linked = work.select("rank", _key=key).join(
+        launches, on="_key", how="left", maintain_order="left"
+    )
+    by_launch = step_at(linked, "_launch", ranges, ["rank"], ends=True)
     # launched, but outside every step's host range (before the first, after the last): none
-    unlinked = by_launch.is_null() & work["_launch"].is_null()
-    work = work.drop("_launch").with_columns(step=by_launch)
+    unlinked = by_launch.is_null() & linked["_launch"].is_null()
+    work = work.with_columns(step=by_launch)
     launched = pl.when(pl.col("step").is_null()).then(pl.lit("none")).otherwise(pl.lit("launch"))
     if not unlinked.any():
         return work.with_columns(placed=launched.cast(PLACED))
@@ -159,9 +181,11 @@ def host_lead(df: pl.DataFrame, work: pl.DataFrame, sample: int = 200_000) -> in
     if not linked.height:
         return None
     launches = (
-        df.filter(kind_is("api") & pl.col("corr").is_in(linked["corr"].implode()))
+        df.lazy()
+        .filter(kind_is("api") & pl.col("corr").is_in(linked["corr"].implode()))
         .select(pl.col("rank").fill_null(0).cast(pl.Int32), "corr", launch=pl.col("ts"))
-        .unique(subset=["rank", "corr"], keep="first")
+        .collect()
+        .unique(subset=["rank", "corr"], keep="first", maintain_order=True)
     )
     lead = linked.join(launches, on=["rank", "corr"]).select(pl.col("ts") - pl.col("launch"))
     return None if not lead.height else int(lead.to_series().median())
