@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from tracekit.intervals import union_length
-from tracekit.timeline import Timeline, is_part
+from tracekit.timeline import Timeline, part_mask
 
 BUSY_KINDS = ("kernel", "memcpy", "memset", "comm")
 STREAM_KEYS = ["device", "pid", "stream"]
@@ -64,8 +64,9 @@ def summary(timeline: Timeline, top: int = 15) -> dict[str, Any]:
     (device, pid, stream), since CUPTI stream ids are unique only within a process.
     Rows without a device (or pid, stream) form one group each, listed last.
     """
-    dev = device_rows(timeline).with_columns(pl.col("kind").cast(pl.String))
-    total_device_ns = int(dev.filter(~is_part())["dur"].sum() or 0)
+    dev = device_rows(timeline)
+    dev = dev.with_columns(part_mask(dev)).with_columns(pl.col("kind").cast(pl.String))
+    total_device_ns = int(dev.select(pl.col("dur").filter(~pl.col("is_part")).sum()).item() or 0)
     end = pl.col("ts") + pl.col("dur")
     per_device = (
         dev.group_by("device")
@@ -92,7 +93,7 @@ def summary(timeline: Timeline, top: int = 15) -> dict[str, Any]:
         .rename({"busy": "busy_ns"})
         .sort(STREAM_KEYS, nulls_last=True)
     )
-    kernels = dev.filter(pl.col("kind").is_in(["kernel", "comm"]) & ~is_part())
+    kernels = dev.filter(pl.col("kind").is_in(["kernel", "comm"]) & ~pl.col("is_part"))
     top_kernels = (
         kernels.group_by("name")
         .agg(count=pl.len(), total_ns=pl.col("dur").sum(), mean_ns=pl.col("dur").mean())

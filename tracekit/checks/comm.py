@@ -10,7 +10,6 @@ import polars as pl
 from tracekit.intervals import lengths, merge
 from tracekit.model import Check
 from tracekit.model import ns_text as _ns
-from tracekit.timeline import is_part
 
 KEY = ["rank", "device"]
 LISTED = 5  # guessed names named in the detail
@@ -52,7 +51,7 @@ def unknown_comm(guessed: pl.DataFrame, work: pl.DataFrame) -> Check:
     if not guessed.height:
         return Check("comm.unknown", "pass", "every communication kernel is a known one", 0, 0)
     ns = int(guessed["ns"].sum())
-    comm = int(work.filter(pl.col("is_comm") & ~is_part())["dur"].sum() or 0)
+    comm = int(work.filter(pl.col("is_comm") & ~pl.col("is_part"))["dur"].sum() or 0)
     share = f" ({ns / comm:.0%} of communication)" if comm else ""
     listed = "; ".join(
         f"{_brief(name)} ×{rows:,} {_ns(t)}" for name, rows, t in guessed.head(LISTED).iter_rows()

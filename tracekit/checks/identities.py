@@ -13,7 +13,6 @@ from tracekit.model import Check
 from tracekit.model import ns_text as _ns
 from tracekit.steps import WORK_KINDS, Steps
 from tracekit.steps.confidence import GIANT_SHARE, GIANT_STEPS, step_shares
-from tracekit.timeline import is_part
 
 COVER = 0.99  # step windows hold at least this share of the busy time between the steps
 KEY = ["rank", "device"]
@@ -51,7 +50,7 @@ def categories_add_up(work: pl.DataFrame, metrics: pl.DataFrame) -> Check:
     """The per-category times of every step add up to the time of its device rows (an HCCL
     task counted once, in its collective): a row that lost its category or its step, or a
     step without metrics, breaks it."""
-    in_steps = pl.col("step").is_not_null() & ~is_part()
+    in_steps = pl.col("step").is_not_null() & ~pl.col("is_part")
     want = int(work.select(pl.col("dur").filter(in_steps).sum()).item() or 0)
     got = int(metrics.select(pl.sum_horizontal(pl.col("^cat_.*_ns$")).sum()).item() or 0)
     status = "pass" if got == want else "fail"

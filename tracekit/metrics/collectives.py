@@ -30,7 +30,6 @@ from __future__ import annotations
 import polars as pl
 
 from tracekit.names import kernel_key, short_name
-from tracekit.timeline import is_part
 
 # The collective kinds by name or by PyTorch's "Collective name" (first match wins).
 KINDS = (
@@ -90,8 +89,19 @@ def dtype_bytes(dtype: pl.Expr) -> pl.Expr:
     return out
 
 
-def _arg(key: str) -> pl.Expr:
-    return pl.col("args").str.json_path_match(f"$.{key}")
+def _fields(rows: pl.DataFrame) -> pl.DataFrame:
+    """``rows`` (``_i, args``) with one text column per key of :data:`ARG_KEYS`: the args
+    decoded once into a struct, or, where a value is not a scalar (decoding refuses it), each
+    key looked up on its own."""
+    try:
+        decoded = rows.select(
+            "_i", _a=pl.col("args").str.json_decode(pl.Struct(dict.fromkeys(ARG_KEYS, pl.String)))
+        )
+        return decoded.unnest("_a")
+    except pl.exceptions.PolarsError:
+        return rows.select(
+            "_i", *(pl.col("args").str.json_path_match(f"$.{k}").alias(k) for k in ARG_KEYS)
+        )
 
 
 def _labels(names: pl.Series) -> dict[str, str]:
@@ -119,26 +129,26 @@ def launches(
     """One row per communication launch of ``work`` (columns :data:`LAUNCH_COLUMNS`),
     ``start``/``end`` in absolute ns (``ts + origin_ns``); ``ranges`` (the steps' ``rank,
     step, label``) lets steps be paired across ranks by their labels' numbers."""
-    rows = work.filter(pl.col("is_comm") & ~is_part())
+    rows = work.filter(pl.col("is_comm") & ~pl.col("is_part"))
     if rows.height == 0:
         return pl.DataFrame(schema=LAUNCH_COLUMNS)
     origin = int(origin_ns or 0)
     rows = rows.with_row_index("_i")
     # args are parsed only where they hold one of the keys (a kernel's args rarely do)
     holds = pl.col("args").str.contains('"(?:' + "|".join(ARG_KEYS) + ')"')
-    fields = rows.filter(holds.fill_null(False)).select(
+    fields = _fields(rows.filter(holds.fill_null(False)).select("_i", "args")).select(
         "_i",
-        pg=_arg("pg_name"),
-        coll=_arg("collective"),
-        hccl=_arg("group"),
-        seq=_arg("seq"),
+        pg="pg_name",
+        coll="collective",
+        hccl="group",
+        seq="seq",
         nelems=pl.max_horizontal(
-            _arg("in_nelems").cast(pl.Int64, strict=False),
-            _arg("out_nelems").cast(pl.Int64, strict=False),
+            pl.col("in_nelems").cast(pl.Int64, strict=False),
+            pl.col("out_nelems").cast(pl.Int64, strict=False),
         ),
-        count=_arg("count").cast(pl.Int64, strict=False),
-        dtype=_arg("dtype"),
-        group_size=_arg("group_size").cast(pl.Int64, strict=False),
+        count=pl.col("count").cast(pl.Int64, strict=False),
+        dtype="dtype",
+        group_size=pl.col("group_size").cast(pl.Int64, strict=False),
     )
     rows = rows.select(
         "_i",
@@ -146,15 +156,22 @@ def launches(
         "device",
         pl.col("step").cast(pl.Int64),
         "is_fused_comm",
-        name=pl.col("name").cast(pl.String),
+        "name",
         start=pl.col("ts") + origin,
         end=pl.col("ts") + pl.col("dur") + origin,
     )
     rows = rows.join(fields, on="_i", how="left", maintain_order="left").drop("_i")
-    labels = _labels(rows["name"])
+    # label and kind once per distinct name (hundreds of thousands of launches, a few names)
+    names = rows.select(pl.col("name").unique())
+    text = names["name"].cast(pl.String)
+    labels = _labels(text)
+    names = names.with_columns(
+        label=text.replace_strict(labels, default=text),
+        _kind=kind_of(pl.col("name").cast(pl.String)),
+    )
+    rows = rows.join(names, on="name", how="left", maintain_order="left")
     rows = rows.with_columns(
-        label=pl.col("name").replace_strict(labels, default=pl.col("name")),
-        kind=pl.coalesce(kind_of(pl.col("coll")), kind_of(pl.col("name"))),
+        name=pl.col("name").cast(pl.String), kind=pl.coalesce(kind_of(pl.col("coll")), "_kind")
     )
     by_pg = pl.col("pg").is_not_null() & ~pl.col("is_fused_comm")
     by_hccl = pl.col("hccl").is_not_null() & ~pl.col("is_fused_comm") & pl.col("pg").is_null()

@@ -14,7 +14,6 @@ from tracekit.metrics.bubbles import bubble_totals, comm_bubble_totals
 from tracekit.metrics.columns import METRIC_COLUMNS
 from tracekit.metrics.streams import exposed_ns
 from tracekit.taxonomy import CATEGORIES
-from tracekit.timeline import is_part
 
 
 def clipped(work: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
@@ -56,7 +55,7 @@ def step_metrics(
     comm = rows.filter(pl.col("is_comm"))
     compute = rows.filter(IS_COMPUTE)
     flags = ("kind", "is_comm", "is_fallback", "is_fused_comm", "category")
-    own = work.select(*KEY, "dur", *flags, _part=is_part()).filter(
+    own = work.select(*KEY, "dur", *flags, _part="is_part").filter(
         pl.col("step").is_not_null() & ~pl.col("_part")  # sums: tasks count once
     )
     sums = own.group_by(KEY).agg(

@@ -9,7 +9,6 @@ import polars as pl
 
 from tracekit.intervals import intersect, lengths, merge, subtract
 from tracekit.metrics import DEVICE, IS_COMPUTE, KEY
-from tracekit.timeline import is_part
 
 
 def stream_busy(rows: pl.DataFrame) -> pl.DataFrame:
@@ -73,7 +72,7 @@ def comm_exposure(work: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     # an HCCL task is judged with its collective, not as one more exposed kernel
     comm = (
         work.lazy()
-        .filter(pl.col("is_comm") & ~is_part())
+        .filter(pl.col("is_comm") & ~pl.col("is_part"))
         .with_columns(_end=pl.col("ts") + pl.col("dur"))
         .collect()
     )

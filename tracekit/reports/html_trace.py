@@ -20,7 +20,6 @@ from tracekit.metrics.steps import phase_summary, primary_phase
 from tracekit.names import distinct_short_names
 from tracekit.reports.checks_text import tally
 from tracekit.reports.html_steps import step_times
-from tracekit.timeline import is_part
 
 TOTALS = (
     "dur",
@@ -109,7 +108,7 @@ def _by_name(rows: pl.DataFrame, whole_ns: int, top: int) -> list[dict[str, Any]
 
 def kernels(analysis: Analysis, top: int = 25) -> list[dict[str, Any]]:
     """Kernels and communication by total time; ``share`` of all device work time."""
-    work = analysis.work.filter(~is_part())  # an HCCL task counts in its collective
+    work = analysis.work.filter(~pl.col("is_part"))  # an HCCL task counts in its collective
     kinds = pl.col("kind").is_in(["kernel", "comm"])
     return _by_name(work.filter(kinds), int(work["dur"].sum() or 0), top)
 

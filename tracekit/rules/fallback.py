@@ -18,7 +18,6 @@ from tracekit.rules.patterns import (
     step_time,
     summarise,
 )
-from tracekit.timeline import is_part
 
 # Pattern kinds (advice keys), most specific first: a chain takes the first of its members'.
 KINDS = ("ai_cpu_cast", "ai_cpu", "triton", "eager", "other")
@@ -42,7 +41,7 @@ def fallback_chains(work: pl.DataFrame) -> pl.DataFrame:
     """
     lane = ["rank", "device", "_lane"]
     rows = (
-        work.filter(pl.col("step").is_not_null() & ~is_part())
+        work.filter(pl.col("step").is_not_null() & ~pl.col("is_part"))
         .select(*KEY, "ts", "dur", "name", "engine", "is_fallback", _lane=pl.col("stream"))
         .with_columns(pl.col("_lane").fill_null(-1))
     )

@@ -20,7 +20,6 @@ from tracekit.rules.patterns import (
     step_time,
     summarise,
 )
-from tracekit.timeline import is_part
 
 _KERNEL_LIKE = ("kernel", "comm")
 STATS = ("collective_ns", "fused_ns", "exposed_ns", "count")
@@ -52,7 +51,9 @@ def unfused_pairs(work: pl.DataFrame | pl.LazyFrame, max_gap_ns: int) -> pl.Data
     on_stream = _beside_gemm(probe, ["rank", "device", "stream"], max_gap_ns)
     before = on_stream[0].fill_null(before)  # same stream wins over the device-wide neighbour
     after = on_stream[1].fill_null(after)
-    collective = pl.col("is_comm") & ~pl.col("is_fused_comm") & ~is_part()  # tasks: their op's
+    collective = (
+        pl.col("is_comm") & ~pl.col("is_fused_comm") & ~pl.col("is_part")
+    )  # tasks: their op's
     beside = before.is_not_null() | after.is_not_null()
     rows = kernels.filter(collective & pl.lit(beside)).collect()
     at = rows["_i"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import polars as pl
 
 from tracekit.steps.model import WORK_KINDS, Steps, kind_is
+from tracekit.timeline import part_mask
 
 PLACEMENTS = ("launch", "export", "device_window", "device_time", "host_time", "none")
 # Step labels whose number is the one torch_npu / msprof write as a row's Step Id
@@ -24,7 +25,8 @@ EXPORT_LABELS = r"^(?:ProfilerStep#|Step |Iteration )(\d+)$"
 
 
 def work_rows(df: pl.DataFrame) -> pl.DataFrame:
-    """The rows that occupy a device (kernels, communication, copies, fills).
+    """The rows that occupy a device (kernels, communication, copies, fills), with
+    ``is_part`` (:func:`tracekit.timeline.is_part`, computed once).
 
     A device row without a device index (torch_npu text exports record none; some HCCL rows
     lack it) is analysed on its rank's device when the rank's other rows name exactly one,
@@ -33,7 +35,8 @@ def work_rows(df: pl.DataFrame) -> pl.DataFrame:
     work = df.filter(kind_is(*WORK_KINDS))
     dev = pl.col("device")
     only = pl.when(dev.min().over("rank") == dev.max().over("rank")).then(dev.max().over("rank"))
-    return work.with_columns(dev.fill_null(only).fill_null(0)).filter(dev >= 0)
+    work = work.with_columns(dev.fill_null(only).fill_null(0)).filter(dev >= 0)
+    return work.with_columns(part_mask(work))  # is_part: a task of another row (its op's)
 
 
 def step_at(
@@ -69,14 +72,18 @@ def _export_steps(
     ``wanted`` is False (their args are not parsed)."""
     numbered = pl.col("label").str.extract(EXPORT_LABELS).cast(pl.Int64)
     labels = ranges.select("rank", "step", number=numbered).drop_nulls("number")
+    nulls = pl.repeat(None, work.height, dtype=pl.Int64, eager=True).alias("step")
     if not labels.height or "args" not in work.columns:
-        return pl.Series("step", [None] * work.height, pl.Int64)
+        return nulls
+    # a plain search first: most exports name no Step Id, and parsing every row's JSON is slow
+    if not work.select(pl.col("args").str.contains('"step"', literal=True).any()).item():
+        return nulls
     args = pl.col("args") if wanted is None else pl.when(wanted).then(pl.col("args"))
     named = work.select(
         "rank", number=args.str.json_path_match("$.step").cast(pl.Int64, strict=False)
     )
     if named["number"].null_count() == named.height:
-        return pl.Series("step", [None] * work.height, pl.Int64)
+        return nulls
     labels = labels.unique(subset=["rank", "number"], keep="first")
     return named.join(labels, on=["rank", "number"], how="left", maintain_order="left")["step"]
 
