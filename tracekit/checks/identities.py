@@ -64,7 +64,8 @@ def no_giant_step(work: pl.DataFrame, steps: Steps) -> Check:
     per = step_shares(work, steps).filter(pl.col("steps") >= GIANT_STEPS)
     if not per.height:
         return Check("steps.giant", "pass", f"fewer than {GIANT_STEPS} steps of one phase")
-    top = per.sort("share", descending=True).row(0, named=True)
+    # ties (alike decode steps) go to the first step, so the detail is the same every run
+    top = per.sort(["share", "rank", "step"], descending=[True, False, False]).row(0, named=True)
     # Decode steps are alike, so a giant one is a segmentation error; among steps of unknown
     # or mixed phase a long prefill may be real: a warning.
     giant = "fail" if top["phase"] == "decode" else "warn"

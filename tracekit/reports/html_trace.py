@@ -82,9 +82,12 @@ def overview(analysis: Analysis, label: str) -> dict[str, Any]:
     }
 
 
-def _by_name(rows: pl.DataFrame, whole_ns: int, top: int) -> list[dict[str, Any]]:
+def _by_name(rows: pl.LazyFrame, whole_ns: int, top: int) -> list[dict[str, Any]]:
+    needed = ("name", "dur", "step", "category", "is_comm", "is_fused_comm", "is_fallback")
     table = (
-        rows.group_by("name")
+        rows.select(needed)
+        .collect()
+        .group_by("name")
         .agg(
             count=pl.len(),
             total_ns=pl.col("dur").sum(),
@@ -108,16 +111,17 @@ def _by_name(rows: pl.DataFrame, whole_ns: int, top: int) -> list[dict[str, Any]
 
 def kernels(analysis: Analysis, top: int = 25) -> list[dict[str, Any]]:
     """Kernels and communication by total time; ``share`` of all device work time."""
-    work = analysis.work.filter(~pl.col("is_part"))  # an HCCL task counts in its collective
+    whole = ~pl.col("is_part")  # an HCCL task counts in its collective
     kinds = pl.col("kind").is_in(["kernel", "comm"])
-    return _by_name(work.filter(kinds), int(work["dur"].sum() or 0), top)
+    total = int(analysis.work.select(pl.col("dur").filter(whole).sum()).item() or 0)
+    return _by_name(analysis.work.lazy().filter(whole & kinds), total, top)
 
 
 def fallbacks(analysis: Analysis, top: int = 50) -> list[dict[str, Any]]:
     """Fallback kernels by total time; ``share`` of all compute kernel time."""
     work = analysis.work
-    compute = work.filter(IS_COMPUTE)
-    return _by_name(work.filter(pl.col("is_fallback")), int(compute["dur"].sum() or 0), top)
+    compute = int(work.select(pl.col("dur").filter(IS_COMPUTE).sum()).item() or 0)
+    return _by_name(work.lazy().filter(pl.col("is_fallback")), compute, top)
 
 
 def overlap_matrices(analysis: Analysis) -> list[dict[str, Any]]:
@@ -127,7 +131,7 @@ def overlap_matrices(analysis: Analysis) -> list[dict[str, Any]]:
     One sweep per device: each stream's merged intervals add its bit at their start and
     remove it at their end, so the running sum is the set of busy streams of every segment."""
     device, lane = ["rank", "device"], ["rank", "device", "stream"]
-    merged = merge(analysis.in_windows.filter(pl.col("stream").is_not_null()), lane)
+    merged = merge(analysis.in_windows.lazy().filter(pl.col("stream").is_not_null()), lane)
     busy = lengths(merged, lane, "busy_ns").sort("busy_ns", "stream", descending=[True, False])
     busy = busy.with_columns(bit=pl.int_range(pl.len()).over(device), of=pl.len().over(device))
     busy = busy.filter(pl.col("bit") < MAX_MATRIX_STREAMS).sort(lane)
@@ -137,22 +141,28 @@ def overlap_matrices(analysis: Analysis) -> list[dict[str, Any]]:
         [1 << i for i in range(MAX_MATRIX_STREAMS)],
         return_dtype=pl.Int64,
     )
-    edges = (
-        pl.concat(
-            [
-                merged.select(*device, pos=pl.col("start"), d=bit, n=pl.lit(1)),
-                merged.select(*device, pos=pl.col("end"), d=-bit, n=pl.lit(-1)),
-            ]
-        )
-        .group_by(*device, "pos")
-        .agg(pl.col("d", "n").sum())
-        .sort(*device, "pos")
+    if not merged.height:
+        return []
+    # One sort on a single integer (the device's number lifted above the others' times),
+    # then one running sum: several edges at one time make empty segments, dropped.
+    edges = pl.concat(
+        [
+            merged.select(*device, pos=pl.col("start"), d=bit, n=pl.lit(1)),
+            merged.select(*device, pos=pl.col("end"), d=-bit, n=pl.lit(-1)),
+        ]
+    )
+    first, span = edges["pos"].min(), edges["pos"].max() - edges["pos"].min() + 1
+    lane_of = (pl.col("rank").cast(pl.Int64) * (1 << 24) + pl.col("device")).rank("dense")
+    edges = edges.with_columns(_at=(lane_of.cast(pl.Int64) - 1) * span + pl.col("pos") - first)
+    edges = edges.sort("_at", maintain_order=True)
+    same = (pl.col("rank") == pl.col("rank").shift(-1)) & (
+        pl.col("device") == pl.col("device").shift(-1)
     )
     segments = edges.with_columns(
-        mask=pl.col("d").cum_sum().over(device),
-        busy=pl.col("n").cum_sum().over(device),
-        end=pl.col("pos").shift(-1).over(device),
-    ).filter(pl.col("end").is_not_null() & (pl.col("busy") >= 2))
+        mask=pl.col("d").cum_sum(),
+        busy=pl.col("n").cum_sum(),
+        end=pl.when(same).then(pl.col("pos").shift(-1)),
+    ).filter(pl.col("end").is_not_null() & (pl.col("end") > pl.col("pos")) & (pl.col("busy") >= 2))
     shared = segments.group_by(*device, "mask").agg(ns=(pl.col("end") - pl.col("pos")).sum())
     out = []
     for (rank, dev), group in busy.group_by(device, maintain_order=True):
