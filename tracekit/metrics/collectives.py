@@ -196,7 +196,7 @@ def launches(
         .otherwise(numbered)
     )
     return rows.select([pl.col(c).cast(t) for c, t in LAUNCH_COLUMNS.items()]).sort(
-        "rank", "start", "group"
+        "rank", "start", "group", maintain_order=True
     )
 
 

@@ -76,7 +76,7 @@ def comm_exposure(work: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
         .with_columns(_end=pl.col("ts") + pl.col("dur"))
         .collect()
     )
-    merged = merge(compute, DEVICE).sort(*DEVICE, "start")
+    merged = merge(compute, DEVICE)  # sorted by device and start already
     merged = merged.with_columns(
         _prefix=(pl.col("end") - pl.col("start")).cum_sum().over(DEVICE)
         - (pl.col("end") - pl.col("start"))

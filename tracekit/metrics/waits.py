@@ -127,7 +127,7 @@ def collectives(launches: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
     rows = rows.with_columns(algbw_gbps=algbw).with_columns(
         busbw_gbps=pl.col("algbw_gbps") * bus_factor(pl.col("kind"), n)
     )
-    return rows.select(COLLECTIVE_COLUMNS).sort("group", "instance", "rank")
+    return rows.select(COLLECTIVE_COLUMNS).sort("group", "instance", "rank", maintain_order=True)
 
 
 def sync_waits(table: pl.DataFrame) -> pl.DataFrame:

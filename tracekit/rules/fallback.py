@@ -48,7 +48,9 @@ def fallback_chains(work: pl.DataFrame) -> pl.DataFrame:
     lanes = rows.filter(pl.col("is_fallback")).select(lane).unique()
     if lanes.height == 0:
         return pl.DataFrame()
-    rows = rows.join(lanes, on=lane, how="semi").sort(*lane, "ts")  # streams with fallbacks
+    rows = rows.join(lanes, on=lane, how="semi").sort(
+        *lane, "ts", maintain_order=True
+    )  # streams with fallbacks
     same = pl.all_horizontal(*(pl.col(c) == pl.col(c).shift(1) for c in [*lane, "step"])).fill_null(
         False
     )

@@ -46,7 +46,9 @@ def clusters(rows: pl.DataFrame) -> pl.DataFrame:
     operator and its AI CPU communication row are one transfer): ``_cluster``, its start
     ``_cstart`` and ``collective``, the name of its main row (a fused operator before a plain
     one, a kernel before a communication task, then the longest)."""
-    rows = rows.sort(*KEY, "ts").with_columns(_end=pl.col("ts") + pl.col("dur"))
+    rows = rows.sort(*KEY, "ts", maintain_order=True).with_columns(
+        _end=pl.col("ts") + pl.col("dur")
+    )
     rows = rows.with_columns(_reach=pl.col("_end").cum_max().over(KEY))
     before = pl.col("_reach").shift(1).over(KEY)
     rows = rows.with_columns(_cluster=(before.is_null() | (pl.col("ts") > before)).cum_sum())
