@@ -2,6 +2,7 @@
 
     python bench/bench_scale.py [--events 10000000] [--formats kineto,nsys,npu-db]
                                 [--commands report,summary] [--cache DIR]
+                                [--repeat N] [--peer CHECKOUT]
 
 Run by hand, never as a test. The faulty scenario (``bench_analysis.timeline``: every fault
 planted, tiled in time; for the db export the Ascend decode of ``fixtures.ascend_scenario``)
@@ -10,13 +11,15 @@ a Kineto JSON trace, an Nsight Systems SQLite export and a torch_npu db export. 
 command runs in a fresh process per input, which prints the wall time and the peak RSS after
 each phase: read (``tracekit.load``), analyse (``tracekit.analyze``) and render (the HTML page
 written for ``report``; the summary's terminal view, to /dev/null, for ``summary``), and the
-page size.
+page size. With ``--peer`` (another checkout, e.g. ``git worktree add /tmp/base main~5``) the
+two alternate run by run; ``--repeat`` runs give medians with min–max.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -177,41 +180,64 @@ print(json.dumps({"rows": len(tl), "phases": phases, "wall": time.perf_counter()
 """
 
 
-def run(path: Path, command: str, out: Path) -> dict:
-    """One fresh process: read, analyse and render ``path``."""
+def run(path: Path, command: str, out: Path, checkout: Path = ROOT) -> dict:
+    """One fresh process of the tracekit in ``checkout``: read, analyse and render ``path``."""
     done = subprocess.run(
         [sys.executable, "-c", CHILD, str(path), command, str(out)],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=checkout,  # `python -c` imports tracekit from the working directory first
     )
     if done.returncode:
         return {"error": done.stderr.strip().splitlines()[-1:]}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _spread(values: list[float], unit: str = "s") -> str:
+    """Median and min–max of ``values``."""
+    low, high = min(values), max(values)
+    if len(values) == 1:
+        return f"{values[0]:.1f} {unit}"
+    return f"{statistics.median(values):.1f} {unit} ({low:.1f}–{high:.1f})"
+
+
+def report(label: str, runs: list[dict]) -> str:
+    """One line: wall time, each phase's time and the peak RSS, as medians with min–max."""
+    good = [r for r in runs if "error" not in r]
+    if not good:
+        return f"{label}: failed: {runs[0]['error']}"
+    names = [name for name, _, _ in good[0]["phases"]]
+    parts = [f"{name} {_spread([r['phases'][i][1] for r in good])}" for i, name in enumerate(names)]
+    peak = _spread([max(p[2] for p in r["phases"]) / 2**30 for r in good], "GiB")
+    page = f", page {good[0]['page'] / 1e6:.1f} MB" if good[0]["page"] else ""
+    return (
+        f"{label}: {good[0]['rows']:,} rows, {len(good)} run(s): wall "
+        f"{_spread([r['wall'] for r in good])}; {'; '.join(parts)}; peak {peak}{page}"
+    )
+
+
 def main() -> None:
-    """Write the inputs once, then run each command on each in a fresh process."""
+    """Write the inputs once, then run each command on each in fresh processes, this
+    checkout and the ``--peer`` checkout alternating."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=10_000_000)
-    # npu-db: the db writer refuses a tiled scenario (HCCL op ids repeat per tile) — to do
     parser.add_argument("--formats", default=",".join(FORMATS))
     parser.add_argument("--commands", default="report,summary")
     parser.add_argument("--cache", type=Path, default=CACHE)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--peer", type=Path, help="another checkout to compare against")
     args = parser.parse_args()
+    checkouts = {"this": ROOT, **({"peer": args.peer.resolve()} if args.peer else {})}
     for fmt in args.formats.split(","):
         path = build(fmt, args.events, args.cache)
         for command in args.commands.split(","):
-            r = run(path, command, args.cache / f"{fmt}-{command}.html")
-            if "error" in r:
-                print(f"{fmt} {command}: failed: {r['error']}")
-                continue
-            parts = ", ".join(
-                f"{name} {secs:.1f} s (peak {peak / 2**30:.2f} GiB)"
-                for name, secs, peak in r["phases"]
-            )
-            page = f", page {r['page'] / 1e6:.1f} MB" if r["page"] else ""
-            print(f"{fmt} {command}: {r['rows']:,} rows, {r['wall']:.1f} s: {parts}{page}")
+            runs: dict[str, list[dict]] = {name: [] for name in checkouts}
+            for _ in range(args.repeat):
+                for name, checkout in checkouts.items():
+                    out = args.cache / f"{fmt}-{command}-{name}.html"
+                    runs[name].append(run(path, command, out, checkout))
+            for name in checkouts:
+                print(report(f"{fmt} {command} [{name}]", runs[name]), flush=True)
 
 
 if __name__ == "__main__":
