@@ -46,7 +46,7 @@ def comm_bubble_totals(
     ``min_bubble_ns`` where communication runs and nothing else does (``comm``: the
     communication rows, or their merged intervals, when the caller has them)."""
     comm = rows.filter(pl.col("is_comm")) if comm is None else comm
-    not_comm = rows.filter(~pl.col("is_comm"))
+    not_comm = rows.lazy().filter(~pl.col("is_comm"))  # only its times are gathered
     comm_alone = subtract(comm, not_comm, KEY).with_columns(ns=pl.col("end") - pl.col("start"))
     return (
         comm_alone.filter(pl.col("ns") >= min_bubble_ns)

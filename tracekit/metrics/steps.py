@@ -50,35 +50,37 @@ def step_metrics(
     ``in_windows`` is ``clipped(work, windows)`` when the caller already has it; ``ranges``
     (the steps' ``rank, step, phase, tokens``) gives each step its phase and tokens;
     ``waits`` (:func:`tracekit.metrics.waits.sync_waits`) its ``sync_wait_ns``."""
-    rows = clipped(work, windows) if in_windows is None else in_windows
-    rows = rows.select(*KEY, "ts", "dur", "kind", "is_comm")  # the filters copy only these
-    comm = rows.filter(pl.col("is_comm"))
-    compute = rows.filter(IS_COMPUTE)
-    flags = ("kind", "is_comm", "is_fallback", "is_fused_comm", "category")
-    own = work.select(*KEY, "dur", *flags, _part="is_part").filter(
-        pl.col("step").is_not_null() & ~pl.col("_part")  # sums: tasks count once
-    )
-    sums = own.group_by(KEY).agg(
-        pl.col("dur").filter(pl.col("is_fallback")).sum().alias("fallback_ns"),
-        pl.col("dur").filter(pl.col("is_fused_comm")).sum().alias("fused_comm_ns"),
-        pl.col("dur").filter(IS_COMPUTE).sum().alias("_compute_sum"),
-        *(
-            pl.col("dur").filter(pl.col("category") == c).sum().alias(f"cat_{c}_ns")
-            for c in CATEGORIES
-        ),
-    )
-    # each set merged once, then combined (the interval functions take merged sets as is)
-    busy, comm, compute = merge(rows, KEY), merge(comm, KEY), merge(compute, KEY)
+    own = work.lazy().filter(pl.col("step").is_not_null() & ~pl.col("is_part"))  # tasks once
     parts = [
-        _length(busy, "busy_ns"),
+        own.group_by(KEY)
+        .agg(
+            pl.col("dur").filter(pl.col("is_fallback")).sum().alias("fallback_ns"),
+            pl.col("dur").filter(pl.col("is_fused_comm")).sum().alias("fused_comm_ns"),
+            pl.col("dur").filter(IS_COMPUTE).sum().alias("_compute_sum"),
+            *(
+                pl.col("dur").filter(pl.col("category") == c).sum().alias(f"cat_{c}_ns")
+                for c in CATEGORIES
+            ),
+        )
+        .collect(engine="in-memory")
+    ]
+    rows = clipped(work, windows) if in_windows is None else in_windows
+    rows = rows.select(*KEY, "ts", "dur", "kind", "is_comm")
+    # Each set merged once, then combined (the interval functions take merged sets as is),
+    # and let go as soon as it is used: at 10M rows each is a few hundred MB.
+    busy = merge(rows, KEY)
+    parts += [_length(busy, "busy_ns"), bubble_totals(busy, min_bubble_ns)]
+    del busy
+    compute = merge(rows.lazy().filter(IS_COMPUTE), KEY)
+    comm = merge(rows.lazy().filter(pl.col("is_comm")), KEY)
+    parts += [
         _length(compute, "compute_ns"),
         _length(comm, "comm_ns"),
         exposed_ns(comm, compute, "exposed_comm_ns"),
         _length(intersect(comm, compute, KEY), "_overlap_ns"),
-        bubble_totals(busy, min_bubble_ns),
-        comm_bubble_totals(rows, min_bubble_ns, comm),
-        sums,
     ]
+    del compute
+    parts.append(comm_bubble_totals(rows, min_bubble_ns, comm))
     if waits is not None:
         parts.append(waits.select(*KEY, "sync_wait_ns"))
     out = windows.select(*KEY, "start", "dur")

@@ -32,7 +32,8 @@ def work_rows(df: pl.DataFrame) -> pl.DataFrame:
     lack it) is analysed on its rank's device when the rank's other rows name exactly one,
     else as device 0: one process drives one device there.
     """
-    work = df.filter(kind_is(*WORK_KINDS))
+    # the host's process and thread ids are no device row's business: not copied
+    work = df.filter(kind_is(*WORK_KINDS)).drop("pid", "tid", strict=False)
     dev = pl.col("device")
     only = pl.when(dev.min().over("rank") == dev.max().over("rank")).then(dev.max().over("rank"))
     work = work.with_columns(dev.fill_null(only).fill_null(0)).filter(dev >= 0)
