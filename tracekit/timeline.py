@@ -88,7 +88,10 @@ def _as_dictionary(array: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
     if pa.types.is_dictionary(array.type):
         if array.type == _DICT:
             return array
-        array = array.cast(pa.string())
+        try:  # indices and dictionary cast, the values never spelled out row by row
+            return array.cast(_DICT)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+            array = array.cast(pa.string())
     return pc.dictionary_encode(array.cast(pa.string())).cast(_DICT)
 
 

@@ -201,11 +201,15 @@ def conform(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.select(column_or_null(frame, c, t, cast=True) for c, t in ROW_SCHEMA.items())
 
 
+DICTIONARY = ("kind", "name", "engine")
+
+
 def to_table(frames: list[pl.DataFrame], origin: int) -> pa.Table:
     """The rows of ``frames`` with ts relative to ``origin``, in the timeline schema."""
     frames = [conform(f) for f in frames if f.height]
     frame = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=ROW_SCHEMA)
-    frame = frame.with_columns(pl.col("ts") - origin)
+    # names as categories: Arrow then gets them dictionary-encoded, not 10M strings to encode
+    frame = frame.with_columns(pl.col("ts") - origin, pl.col(DICTIONARY).cast(pl.Categorical))
     table = frame.to_arrow()
     return build_table({name: table.column(name) for name in table.column_names}, frame.height)
 
