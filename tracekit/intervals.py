@@ -84,9 +84,15 @@ def _same_group(keys: list[str], step: int) -> pl.Expr:
 def _merged(df: pl.DataFrame | pl.LazyFrame, keys: list[str]) -> pl.DataFrame:
     """``df`` merged, or as it is when it already is :func:`merge` output (``start, end``
     and no ``ts``): the metrics merge each set once and combine it several ways."""
-    if isinstance(df, pl.DataFrame) and "ts" not in df.columns and "start" in df.columns:
-        return df
-    return merge(df, keys)
+    if not (isinstance(df, pl.DataFrame) and "ts" not in df.columns and "start" in df.columns):
+        return merge(df, keys)
+    # taken as merged: sorted, disjoint and not touching within each group, or refused
+    apart = pl.col("end") < pl.col("start").shift(-1)
+    if keys:
+        apart = apart | ~_same_group(keys, -1)
+    if not df.select((pl.col("start") <= pl.col("end")).all() & apart.fill_null(True).all()).item():
+        raise ValueError("intervals with start and end must be merge() output (sorted, disjoint)")
+    return df
 
 
 def gaps(df: pl.DataFrame | pl.LazyFrame, keys: Sequence[str] = ()) -> pl.DataFrame:

@@ -83,15 +83,29 @@ def empty_meta() -> dict[str, Any]:
     }
 
 
+def _compact(array: pa.ChunkedArray) -> bool:
+    """Every chunk's dictionary holds distinct non-null values, each used by a row: what
+    encoding the values afresh would give, so the dictionary can be cast as it is."""
+    for chunk in array.chunks:
+        values = chunk.dictionary
+        if values.null_count or pc.count_distinct(values).as_py() != len(values):
+            return False
+        if pc.count_distinct(chunk.indices).as_py() != len(values):
+            return False
+    return True
+
+
 def _as_dictionary(array: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
     array = array if isinstance(array, pa.ChunkedArray) else pa.chunked_array([array])
     if pa.types.is_dictionary(array.type):
         if array.type == _DICT:
             return array
-        try:  # indices and dictionary cast, the values never spelled out row by row
-            return array.cast(_DICT)
-        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
-            array = array.cast(pa.string())
+        if _compact(array):  # indices and dictionary cast, values never spelled out per row
+            try:
+                return array.cast(_DICT)
+            except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+                pass
+        array = array.cast(pa.string())
     return pc.dictionary_encode(array.cast(pa.string())).cast(_DICT)
 
 
