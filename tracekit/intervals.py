@@ -75,7 +75,7 @@ def union_length(df: pl.DataFrame | pl.LazyFrame, keys: Sequence[str] = ()) -> p
     return merged.group_by(list(keys)).agg(busy).sort(list(keys))
 
 
-def _same_group(keys: list[str], step: int) -> pl.Expr:
+def same_group(keys: Sequence[str], step: int) -> pl.Expr:
     """True where the row ``step`` rows away (1: the previous) is in the same group of
     ``keys`` (rows sorted by the keys first)."""
     return pl.all_horizontal(pl.col(k).eq_missing(pl.col(k).shift(step)) for k in keys)
@@ -89,7 +89,7 @@ def _merged(df: pl.DataFrame | pl.LazyFrame, keys: list[str]) -> pl.DataFrame:
     # taken as merged: sorted, disjoint and not touching within each group, or refused
     apart = pl.col("end") < pl.col("start").shift(-1)
     if keys:
-        apart = apart | ~_same_group(keys, -1)
+        apart = apart | ~same_group(keys, -1)
     if not df.select((pl.col("start") <= pl.col("end")).all() & apart.fill_null(True).all()).item():
         raise ValueError("intervals with start and end must be merge() output (sorted, disjoint)")
     return df
@@ -103,7 +103,7 @@ def gaps(df: pl.DataFrame | pl.LazyFrame, keys: Sequence[str] = ()) -> pl.DataFr
     merged = _merged(df, keys)
     prev_end = pl.col("end").shift(1)
     if keys:  # merged is sorted by the keys: the previous row's end when it is in the group
-        prev_end = pl.when(_same_group(keys, 1)).then(prev_end)
+        prev_end = pl.when(same_group(keys, 1)).then(prev_end)
     out = merged.with_columns(gap_start=prev_end).filter(pl.col("gap_start").is_not_null())
     return out.select(*keys, start=pl.col("gap_start"), end=pl.col("start"))
 
@@ -152,7 +152,7 @@ def _combine(
     # sorted and disjoint already: only touching segments are joined
     touching = (pl.col("pos") == pl.col("end").shift(1)).fill_null(False)
     if keys:
-        touching = touching & _same_group(keys, 1)
+        touching = touching & same_group(keys, 1)
     runs = segments.with_columns(_new=~touching)
     ends = runs.filter(pl.col("_new").shift(-1).fill_null(True))["end"]
     return runs.filter("_new").select(*keys, start="pos").with_columns(ends)

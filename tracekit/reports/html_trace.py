@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from tracekit.analysis import Analysis, steps_summary
-from tracekit.intervals import lengths, merge
+from tracekit.intervals import lengths, merge, same_group
 from tracekit.metrics import IS_COMPUTE
 from tracekit.metrics.steps import phase_summary, primary_phase
 from tracekit.names import distinct_short_names
@@ -155,9 +155,7 @@ def overlap_matrices(analysis: Analysis) -> list[dict[str, Any]]:
     lane_of = (pl.col("rank").cast(pl.Int64) * (1 << 24) + pl.col("device")).rank("dense")
     edges = edges.with_columns(_at=(lane_of.cast(pl.Int64) - 1) * span + pl.col("pos") - first)
     edges = edges.sort("_at", maintain_order=True)
-    same = (pl.col("rank") == pl.col("rank").shift(-1)) & (
-        pl.col("device") == pl.col("device").shift(-1)
-    )
+    same = same_group(device, -1)
     segments = edges.with_columns(
         mask=pl.col("d").cum_sum(),
         busy=pl.col("n").cum_sum(),

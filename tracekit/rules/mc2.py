@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
+from tracekit.intervals import same_group
 from tracekit.metrics import IS_COMPUTE, KEY
 from tracekit.metrics.streams import comm_exposure
 from tracekit.model import Context, Finding
@@ -74,8 +75,7 @@ def unfused_pairs(work: pl.DataFrame | pl.LazyFrame, max_gap_ns: int) -> pl.Data
 def _beside_gemm(probe: pl.DataFrame, over: list[str], gap: int) -> tuple[pl.Series, pl.Series]:
     """Per row of ``probe`` (in its order): the name of the GEMM right before it and right
     after it among the rows of its group ``over``, within ``gap`` ns; null where none."""
-    same_prev = pl.all_horizontal(pl.col(c).eq_missing(pl.col(c).shift(1)) for c in over)
-    same_next = pl.all_horizontal(pl.col(c).eq_missing(pl.col(c).shift(-1)) for c in over)
+    same_prev, same_next = same_group(over, 1), same_group(over, -1)
     prev_hit = (
         same_prev & pl.col("_gemm").shift(1) & (pl.col("ts") - pl.col("_end").shift(1) <= gap)
     )
