@@ -226,9 +226,12 @@ def _keyed(df: pl.DataFrame) -> tuple[pl.Series, list[int]] | None:
     return _row_key(codes, spans), spans
 
 
-def _flags(df: pl.DataFrame, combos: pl.DataFrame) -> pl.DataFrame:
-    """The flag columns of every row of ``df``, from its combination's row of ``combos``."""
-    keyed, codes = _keyed(df), _codes(combos)
+def _flags(
+    df: pl.DataFrame, combos: pl.DataFrame, keyed: tuple[pl.Series, list[int]] | None
+) -> pl.DataFrame:
+    """The flag columns of every row of ``df``, from its combination's row of ``combos``
+    (``keyed``: :func:`_keyed` of ``df``)."""
+    codes = _codes(combos)
     if keyed is None or codes is None:  # join the key columns (still not the whole frame)
         return df.select(KEYS).join(
             combos.drop("comm_guess"), on=KEYS, how="left", nulls_equal=True, maintain_order="left"
@@ -238,21 +241,19 @@ def _flags(df: pl.DataFrame, combos: pl.DataFrame) -> pl.DataFrame:
     return key.to_frame().join(table, on="_key", how="left", maintain_order="left")
 
 
-def _distinct(df: pl.DataFrame) -> pl.DataFrame:
+def _distinct(df: pl.DataFrame, keyed: tuple[pl.Series, list[int]] | None) -> pl.DataFrame:
     """The distinct (name, kind, engine) of ``df``, in the frame's own dtypes."""
-    keyed = _keyed(df)
     if keyed is None:
         return df.select(KEYS).unique()
     return df.select(KEYS)[keyed[0].arg_unique()]
 
 
-def _combos(df: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy) -> pl.DataFrame:
-    """The distinct (name, kind, engine) of ``df`` with the flag columns and ``comm_guess``
+def _combos(distinct: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy) -> pl.DataFrame:
+    """The distinct (name, kind, engine) of a frame with the flag columns and ``comm_guess``
     (a device kernel counted as communication only because its name looks like it)."""
     keys = KEYS
     # Distinct combinations, kept in the frame's own dtypes (categoricals join on their codes)
     # beside string copies for the regexes: 2M rows, a few thousand distinct names.
-    distinct = _distinct(df)
     combos = distinct.with_columns(pl.col(k).cast(pl.String).alias(f"_{k}") for k in keys)
     combos = combos.rename({k: f"_key_{k}" for k in keys}).rename({f"_{k}": k for k in keys})
     first = pl.lit(None, pl.Int32)
@@ -314,10 +315,11 @@ def classified(
     df: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """:func:`classify` and :func:`guessed_comm` of ``df`` from one pass over its names."""
-    combos = _combos(df, vendor, taxonomy or builtin())
+    keyed = _keyed(df)  # one integer per row, used twice: the 10M-row pass is made once
+    combos = _combos(_distinct(df, keyed), vendor, taxonomy or builtin())
     keys = KEYS
     # the flags beside the frame's own columns: joining the whole frame would copy them all
-    flags = _flags(df, combos)
+    flags = _flags(df, combos, keyed)
     rows = df.drop(FLAG_COLUMNS, strict=False).hstack(flags.select(FLAG_COLUMNS).get_columns())
     guesses = combos.filter("comm_guess")
     if not guesses.height:

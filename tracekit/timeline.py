@@ -27,14 +27,13 @@ DEVICE_KINDS = ("kernel", "memcpy", "memset", "comm", "sync")
 # names it in ``args`` under this key: interval unions keep it, sums of time leave it out
 # (its collective counts), so no time is counted twice.
 PART_OF = "op"
+_PART_ARG = f'"{PART_OF}":\\s*"'  # the key naming the row's op, with a text value
 
 
 def is_part() -> pl.Expr:
     """True for a row that is one task of another row (see :data:`PART_OF`); on large frames
     :func:`part_mask` is cheaper."""
-    return (pl.col("kind") == "comm") & pl.col("args").str.contains(f'"{PART_OF}":\\s*"').fill_null(
-        False
-    )
+    return (pl.col("kind") == "comm") & pl.col("args").str.contains(_PART_ARG).fill_null(False)
 
 
 def part_mask(frame: pl.DataFrame) -> pl.Series:
@@ -44,7 +43,7 @@ def part_mask(frame: pl.DataFrame) -> pl.Series:
     found = pl.repeat(False, frame.height, dtype=pl.Boolean, eager=True).alias("is_part")
     if not comm.len():
         return found
-    hits = frame.select(pl.col("args").gather(comm).str.contains(f'"{PART_OF}":\\s*"'))[:, 0]
+    hits = frame.select(pl.col("args").gather(comm).str.contains(_PART_ARG))[:, 0]
     return found.scatter(comm, hits.fill_null(False))
 
 
