@@ -52,6 +52,19 @@ def test_polars_view_and_meta() -> None:
     assert tl.events.schema.metadata[b"tracekit"].startswith(b"{")
 
 
+def test_combine_chunks_keeps_every_value() -> None:
+    one = _timeline()
+    # batches as a reader hands them over: two chunks, the names in two dictionaries
+    table = pa.concat_tables([one.events.slice(0, 3), one.events.slice(3)])
+    tl = Timeline(table, one.meta)
+    assert tl.events.column("name").num_chunks == 2
+    tl.combine_chunks()
+    assert [c.num_chunks for c in tl.events.columns] == [1] * len(COLUMNS)
+    assert tl.events.schema == one.events.schema
+    assert tl.events.to_pylist() == one.events.to_pylist()
+    assert tl.validate() == [] and tl.df["name"].cast(pl.String).to_list()[3] == "cudaLaunchKernel"
+
+
 @pytest.mark.parametrize("suffix", [".parquet", ".arrow"])
 def test_save_and_load_round_trip(tmp_path: Path, suffix: str) -> None:
     tl = _timeline()

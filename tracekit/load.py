@@ -80,6 +80,8 @@ def load(path: str | Path, format: str | None = None, progress=None) -> Timeline
             f"{left} kernel name(s) are mangled (_Z…) and no demangler is installed (pycxxfilt"
             " needs Python >= 3.11): names, categories and communication may be missed"
         )
+    del events, demangled  # the timeline holds the only reference: its chunks can be freed
+    timeline.combine_chunks()
     # The readers' scratch buffers stay in Arrow's memory pool until released: 0.4 GiB of a
     # 10M-row Nsight Systems export, kept for the whole analysis otherwise.
     pa.default_memory_pool().release_unused()
