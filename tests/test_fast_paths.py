@@ -3,12 +3,17 @@ they could differ (found by a review of the speed work)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pyarrow as pa
 import pytest
 
+from tests.rules.scenarios import FAULTS, analysed
 from tracekit.intervals import gaps, intersect, merge
+from tracekit.metrics import steps as metric_steps
 from tracekit.metrics.collectives import launches
+from tracekit.metrics.steps import step_metrics
 from tracekit.timeline import Timeline, build_table
 
 
@@ -57,3 +62,17 @@ def test_merged_sets_are_taken_as_they_are_and_anything_else_is_refused() -> Non
     assert intersect(merged, rows, ["k"]).rows() == merged.rows()
     with pytest.raises(ValueError, match="merge"):
         gaps(pl.DataFrame({"start": [5, 0], "end": [10, 20]}))
+
+
+@pytest.mark.parametrize("fault", ["exposed", "bubble"])
+def test_step_metrics_in_pieces_equal_the_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str
+) -> None:
+    """The interval metrics taken a few steps at a time give what one pass over all gave."""
+    _, a = analysed("kineto", FAULTS[fault], tmp_path)
+    whole = step_metrics(a.work, a.windows, in_windows=a.in_windows, ranges=a.steps.ranges)
+    monkeypatch.setattr(metric_steps, "STEPS_ROWS", 40)
+    pieces = metric_steps._by_steps(a.in_windows, 40)
+    assert len(pieces) > 3 and sum(p.height for p in pieces) == a.in_windows.height
+    cut = step_metrics(a.work, a.windows, in_windows=a.in_windows, ranges=a.steps.ranges)
+    assert cut.equals(whole) and whole["busy_ns"].sum() > 0

@@ -15,6 +15,8 @@ from tracekit.metrics.columns import METRIC_COLUMNS
 from tracekit.metrics.streams import exposed_ns
 from tracekit.taxonomy import CATEGORIES
 
+STEPS_ROWS = 1_000_000  # the interval metrics take steps in frames of about this many rows
+
 
 def clipped(work: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     """Work rows of each step cut to the step's window (rows wholly outside are dropped)."""
@@ -35,6 +37,42 @@ def clipped(work: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
 
 def _length(frame: pl.DataFrame, name: str) -> pl.DataFrame:
     return lengths(frame, KEY, name)
+
+
+def _by_steps(rows: pl.DataFrame, limit: int) -> list[pl.DataFrame]:
+    """``rows`` in frames of whole steps, about ``limit`` rows each (one when fewer)."""
+    if rows.height <= limit or rows["step"].null_count():
+        return [rows]
+    counts = rows.group_by("step").len().sort("step")
+    first = counts.select("step", part=(pl.col("len").cum_sum() - pl.col("len")) // limit).unique(
+        "part", keep="first", maintain_order=True
+    )["step"]
+    part = first.search_sorted(rows["step"], side="right") - 1
+    return rows.with_columns(_part=part).partition_by("_part", include_key=False)
+
+
+def _interval_metrics(rows: pl.DataFrame, min_bubble_ns: int) -> pl.DataFrame:
+    """Per (rank, device, step) of ``rows`` (cut to their windows): the metrics of unions,
+    intersections and gaps (busy, bubbles, compute, communication and its exposure)."""
+    # Each set merged once, then combined (the interval functions take merged sets as is),
+    # and let go as soon as it is used.
+    busy = merge(rows, KEY)
+    parts = [_length(busy, "busy_ns"), bubble_totals(busy, min_bubble_ns)]
+    del busy
+    compute = merge(rows.lazy().filter(IS_COMPUTE), KEY)
+    comm = merge(rows.lazy().filter(pl.col("is_comm")), KEY)
+    parts += [
+        _length(compute, "compute_ns"),
+        _length(comm, "comm_ns"),
+        exposed_ns(comm, compute, "exposed_comm_ns"),
+        _length(intersect(comm, compute, KEY), "_overlap_ns"),
+    ]
+    del compute
+    parts.append(comm_bubble_totals(rows, min_bubble_ns, comm))
+    out = rows.select(KEY).unique()
+    for part in parts:
+        out = out.join(part, on=KEY, how="left")
+    return out
 
 
 def step_metrics(
@@ -66,21 +104,12 @@ def step_metrics(
     ]
     rows = clipped(work, windows) if in_windows is None else in_windows
     rows = rows.select(*KEY, "ts", "dur", "kind", "is_comm")
-    # Each set merged once, then combined (the interval functions take merged sets as is),
-    # and let go as soon as it is used: at 10M rows each is a few hundred MB.
-    busy = merge(rows, KEY)
-    parts += [_length(busy, "busy_ns"), bubble_totals(busy, min_bubble_ns)]
-    del busy
-    compute = merge(rows.lazy().filter(IS_COMPUTE), KEY)
-    comm = merge(rows.lazy().filter(pl.col("is_comm")), KEY)
-    parts += [
-        _length(compute, "compute_ns"),
-        _length(comm, "comm_ns"),
-        exposed_ns(comm, compute, "exposed_comm_ns"),
-        _length(intersect(comm, compute, KEY), "_overlap_ns"),
-    ]
-    del compute
-    parts.append(comm_bubble_totals(rows, min_bubble_ns, comm))
+    # whole steps at a time: the interval sets of 10M rows at once are ~0.7 GiB
+    frames, pieces = _by_steps(rows, STEPS_ROWS), []
+    del rows
+    while frames:
+        pieces.append(_interval_metrics(frames.pop(), min_bubble_ns))
+    parts.append(pl.concat(pieces, how="vertical_relaxed") if len(pieces) > 1 else pieces[0])
     if waits is not None:
         parts.append(waits.select(*KEY, "sync_wait_ns"))
     out = windows.select(*KEY, "start", "dur")
