@@ -48,7 +48,7 @@ def event_names(work: pl.DataFrame, candidates: set[str]) -> set[str]:
     """The ``candidates`` that name a device event of ``work`` (one pass over the rows)."""
     if not candidates or work.height == 0:
         return set()
-    names = work.select(pl.col("name").cast(pl.String).unique()).to_series()
+    names = work.select(pl.col("name").unique().cast(pl.String)).to_series()  # distinct first
     return set(names.filter(names.is_in(list(candidates))).to_list())
 
 
