@@ -46,6 +46,7 @@ def read_db(source: Source, include_python: bool = False) -> Loaded:
 def _read(db: DbReader, source: Source, include_python: bool) -> Loaded:
     loaded = Loaded(rank=source.rank, device=source.device)
     all_tasks = read_tasks(db)
+    task_devices = all_tasks["device"].drop_nulls().unique().to_list()
     tasks, _ = device.drop_ffts_parents(all_tasks)
     comm = read_comm_tasks(db, tasks)
     if comm is not None:
@@ -53,7 +54,10 @@ def _read(db: DbReader, source: Source, include_python: bool) -> Loaded:
     compute = read_compute(db)
     if compute is not None:
         tasks = tasks.join(compute, on="gtid", how="left")
+    # each table let go once used: at 10M rows each is a few hundred MB
+    del compute
     task_rows = device.task_rows(tasks, None)
+    del tasks
     frames = []
     ops = read_comm_ops(db)
     op_rows = planes = None
@@ -61,6 +65,7 @@ def _read(db: DbReader, source: Source, include_python: bool) -> Loaded:
         ops = hccl.op_streams(ops, all_tasks, comm)
         op_rows = hccl.op_rows(ops, None)
         frames.append(op_rows)
+    del all_tasks
     if comm is not None:
         op_names = ops.select("thread", "ts", "dur", "name") if ops is not None else None
         planes = hccl.task_rows(comm, op_names, None)
@@ -80,7 +85,7 @@ def _read(db: DbReader, source: Source, include_python: bool) -> Loaded:
         frames.append(host.step_time_rows(steps))
         loaded.meta["steps"] = sorted(steps["id"].drop_nulls().cast(pl.Int64).unique().to_list())
     loaded.frames = frames
-    _meta(db, loaded, source, all_tasks)
+    _meta(db, loaded, source, task_devices)
     if loaded.device is not None:  # rows whose table records no device: the export's one
         loaded.frames = [
             f.with_columns(pl.col("device").fill_null(loaded.device))
@@ -91,7 +96,7 @@ def _read(db: DbReader, source: Source, include_python: bool) -> Loaded:
     return loaded
 
 
-def _meta(db: DbReader, loaded: Loaded, source: Source, tasks: pl.DataFrame) -> None:
+def _meta(db: DbReader, loaded: Loaded, source: Source, task_devices: list[int]) -> None:
     meta = loaded.meta
     torch = db.has("PYTORCH_API") or source.db.name.startswith("ascend_pytorch_profiler")
     meta["layout"] = "torch_npu-db" if torch else "msprof-db"
@@ -106,7 +111,7 @@ def _meta(db: DbReader, loaded: Loaded, source: Source, tasks: pl.DataFrame) -> 
     mapped = None
     if rank_map is not None and rank_map.height == 1 and "deviceId" in rank_map.columns:
         mapped = device_index.single(rank_map["deviceId"].cast(pl.Int64, strict=False))
-    used = device_index.single(tasks["device"].drop_nulls().unique().to_list())
+    used = device_index.single(task_devices)
     loaded.device = next((d for d in (used, mapped, loaded.device) if d is not None), None)
     known, _ = device_info(source.info)
     loaded.devices = known

@@ -97,11 +97,15 @@ def op_streams(
     ops = ops.with_row_index("_o")
     stream = pl.DataFrame(schema={"_o": pl.UInt32, "stream": pl.Int64, "_tdev": pl.Int64})
     if hw is not None and hw.height and "corr" in ops.columns:
-        first = (
-            hw.drop_nulls(["corr", "stream"])
-            .sort("ts")
+        first = (  # the tasks of the ops' connection ids alone are sorted, not every task
+            hw.lazy()
+            .select("ts", "corr", "stream", _task_device(hw))
+            .filter(pl.col("corr").is_in(ops["corr"].drop_nulls().implode()))
+            .drop_nulls(["corr", "stream"])
+            .collect()
+            .sort("ts", maintain_order=True)
             .group_by("corr")
-            .agg(pl.col("stream").first(), _task_device(hw).first())
+            .agg(pl.col("stream").first(), pl.col("_tdev").first())
         )
         stream = ops.select("_o", "corr").join(first, on="corr", how="inner").drop("corr")
     missing = ops.filter(~pl.col("_o").is_in(stream["_o"].implode()))
