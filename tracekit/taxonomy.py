@@ -197,33 +197,33 @@ def _function(name: pl.Expr) -> pl.Expr:
 KEYS = ["name", "kind", "engine"]
 
 
-def _codes(df: pl.DataFrame) -> pl.DataFrame | None:
-    """The categorical codes of (name, kind, engine), null as 0, or None when a column is
-    not categorical."""
-    if any(not isinstance(df.schema[k], (pl.Categorical, pl.Enum)) for k in KEYS):
-        return None
-    return df.select(
-        (pl.col(k).to_physical().cast(pl.Int64).fill_null(-1) + 1).alias(k) for k in KEYS
-    )
+def _categorical(df: pl.DataFrame) -> bool:
+    return all(isinstance(df.schema[k], (pl.Categorical, pl.Enum)) for k in KEYS)
 
 
-def _row_key(codes: pl.DataFrame, spans: list[int]) -> pl.Series:
-    """One integer per row naming its (name, kind, engine) from their codes."""
-    name, kind, engine = (pl.col(k) for k in KEYS)
-    return codes.select(((name * spans[1] + kind) * spans[2] + engine).alias("_key"))["_key"]
+def _code(column: str) -> pl.Expr:
+    """The categorical code of ``column`` plus one, null as 0."""
+    return pl.col(column).to_physical().cast(pl.Int64).fill_null(-1) + 1
+
+
+def _row_key(frame: pl.DataFrame, spans: list[int]) -> pl.Series:
+    """One integer per row naming its (name, kind, engine) from their codes (one expression:
+    the three code columns of 10M rows are never held at once)."""
+    name, kind, engine = (_code(k) for k in KEYS)
+    return frame.select(((name * spans[1] + kind) * spans[2] + engine).alias("_key"))["_key"]
 
 
 def _keyed(df: pl.DataFrame) -> tuple[pl.Series, list[int]] | None:
     """:func:`_row_key` of ``df`` and the code spans it used, or None when the columns are
     not categorical or their codes do not fit one int64. Hashing and joining one integer
     column costs a fraction of the three (10M rows, a few thousand combinations)."""
-    codes = _codes(df)
-    if codes is None:
+    if not _categorical(df):
         return None
-    spans = [int(codes[k].max() or 0) + 1 for k in KEYS]
+    highest = df.select(pl.col(k).to_physical().cast(pl.Int64).max() for k in KEYS).row(0)
+    spans = [1 if code is None else code + 2 for code in highest]  # codes 0 (null) to code + 1
     if spans[0] * spans[1] * spans[2] >= 2**62:
         return None
-    return _row_key(codes, spans), spans
+    return _row_key(df, spans), spans
 
 
 def _flags(
@@ -231,13 +231,12 @@ def _flags(
 ) -> pl.DataFrame:
     """The flag columns of every row of ``df``, from its combination's row of ``combos``
     (``keyed``: :func:`_keyed` of ``df``)."""
-    codes = _codes(combos)
-    if keyed is None or codes is None:  # join the key columns (still not the whole frame)
+    if keyed is None or not _categorical(combos):  # join the key columns (not the whole frame)
         return df.select(KEYS).join(
             combos.drop("comm_guess"), on=KEYS, how="left", nulls_equal=True, maintain_order="left"
         )
     key, spans = keyed
-    table = combos.select(FLAG_COLUMNS).with_columns(_row_key(codes, spans))
+    table = combos.select(FLAG_COLUMNS).with_columns(_row_key(combos, spans))
     return key.to_frame().join(table, on="_key", how="left", maintain_order="left")
 
 
