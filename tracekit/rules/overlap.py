@@ -115,7 +115,9 @@ class Overlap(Rule):
         exposed = clusters(exposed)
         # Exposed time: the union of the instances minus compute, each piece credited to the
         # cluster it lies in (an MC² operator and its AI CPU row cover the same stretch once).
-        pieces = subtract(exposed, ctx.work.lazy().filter(IS_COMPUTE), KEY).sort("start")
+        compute = ctx.work.lazy().filter(IS_COMPUTE)  # of the steps with exposed instances
+        compute = compute.join(exposed.lazy().select(KEY).unique(), on=KEY, how="semi")
+        pieces = subtract(exposed, compute, KEY).sort("start")
         starts = exposed.select(*KEY, "_cstart", "_cluster").unique().sort("_cstart")
         alone = (
             pieces.join_asof(
