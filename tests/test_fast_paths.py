@@ -8,9 +8,11 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.rules.scenarios import FAULTS, analysed
-from tracekit.intervals import gaps, intersect, merge
+from tracekit.intervals import gaps, intersect, merge, sort_key
 from tracekit.metrics import steps as metric_steps
 from tracekit.metrics.collectives import launches
 from tracekit.metrics.steps import step_metrics
@@ -76,3 +78,33 @@ def test_step_metrics_in_pieces_equal_the_whole(
     assert len(pieces) > 3 and sum(p.height for p in pieces) == a.in_windows.height
     cut = step_metrics(a.work, a.windows, in_windows=a.in_windows, ranges=a.steps.ranges)
     assert cut.equals(whole) and whole["busy_ns"].sum() > 0
+
+
+keyed_spans = st.lists(
+    st.tuples(
+        st.one_of(st.none(), st.integers(-3, 3)),
+        st.one_of(st.none(), st.integers(0, 2**31 - 1)),
+        st.integers(-50, 50),
+        st.integers(0, 20),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(keyed_spans)
+def test_merge_by_one_packed_integer_equals_merge_by_the_key_columns(rows: list) -> None:
+    """Integer keys (nulls, negatives, wide ranges) are sorted as one packed integer; text
+    keys by the columns: the two ways give the same merged rows in the same order."""
+    schema = {"a": pl.Int32, "b": pl.Int64, "ts": pl.Int64, "dur": pl.Int64}
+    frame = pl.DataFrame(rows, schema=schema, orient="row")
+    as_text = frame.with_columns(
+        (pl.col("a") + 10).cast(pl.String).str.zfill(3), pl.col("b").cast(pl.String).str.zfill(12)
+    )
+    packed, columns = merge(frame, ["a", "b"]), merge(as_text, ["a", "b"])
+    assert packed.select("start", "end").equals(columns.select("start", "end"))
+    keys = frame.select("a", "b").unique().sort("a", "b")
+    assert isinstance(sort_key(frame, ["a", "b"], "ts"), pl.Expr) or frame.height == 0
+    by_columns = frame.sort("a", "b", "ts", maintain_order=True)
+    assert frame.sort(sort_key(frame, ["a", "b"], "ts"), maintain_order=True).equals(by_columns)
+    assert keys.height == packed.select("a", "b").unique().height or not frame.height
