@@ -150,11 +150,10 @@ def assign(df: pl.DataFrame, steps: Steps) -> pl.DataFrame:
         return work.with_columns(step=pl.coalesce(exported, by_time), placed=placed)
     calls = df.lazy().filter(kind_is("api") & pl.col("corr").is_not_null())
     key = _launch_key(calls, work)
-    launches = (  # lazy: only the key and the time are gathered, not every column of the calls
-        calls.select(_key=key, _launch=pl.col("ts"))
-        .collect()
-        .unique(subset="_key", keep="first", maintain_order=True)
-    )
+    # lazy: only the key and the time are gathered, not every column of the calls
+    launches = calls.select(_key=key, _launch=pl.col("ts")).collect()
+    if launches["_key"].n_unique() < launches.height:  # the first call of a repeated id
+        launches = launches.unique(subset="_key", keep="first")  # (order: joined below)
     # the join on the key alone: joining the work rows would copy every column
     linked = work.select("rank", _key=key).join(
         launches, on="_key", how="left", maintain_order="left"
