@@ -42,6 +42,10 @@ def test_launch_args_keep_their_numbers_as_written() -> None:
     found = launches(work).select("instance", "bytes").rows()
     # json_path_match semantics: "5.0" stays "5.0" (and is no integer), the last "seq" wins
     assert found == [("seq 5.0", None), ("seq 6", None), ("seq 8", 16)]
+    # the same args repeated (each then parsed once): the same values, row by row
+    repeated = pl.concat([work.with_columns(step=pl.lit(s, pl.Int64)) for s in range(3)])
+    again = launches(repeated).sort("step", "start").select("instance", "bytes").rows()
+    assert again == found * 3
 
 
 def test_a_foreign_dictionary_is_encoded_afresh() -> None:

@@ -91,19 +91,23 @@ def dtype_bytes(dtype: pl.Expr) -> pl.Expr:
 
 def _fields(rows: pl.DataFrame) -> pl.DataFrame:
     """``rows`` (``_i, args``) with one text column per key of :data:`ARG_KEYS`, each value as
-    written in the args; a key no row holds is not looked up (HCCL rows hold 3 of the 9)."""
+    written in the args; a key no row holds is not looked up (HCCL rows hold 3 of the 9).
+    Args repeated from step to step (HCCL operators) are parsed once each."""
     held = rows.select(
         pl.col("args").str.contains(f'"{k}"', literal=True).any().alias(k) for k in ARG_KEYS
     ).row(0, named=True)
-    return rows.select(
-        "_i",
-        *(
-            (
-                pl.col("args").str.json_path_match(f"$.{k}") if held[k] else pl.lit(None, pl.String)
-            ).alias(k)
-            for k in ARG_KEYS
-        ),
-    )
+    values = [
+        (
+            pl.col("args").str.json_path_match(f"$.{k}") if held[k] else pl.lit(None, pl.String)
+        ).alias(k)
+        for k in ARG_KEYS
+    ]
+    distinct = rows.select(pl.col("args").unique())
+    if distinct.height * 2 > rows.height:  # mostly distinct (sequence numbers, ids)
+        return rows.select("_i", *values)
+    table = distinct.select("args", *values)
+    found = rows.select("_i", "args").join(table, on="args", how="left", nulls_equal=True)
+    return found.select("_i", *ARG_KEYS)
 
 
 def _labels(names: pl.Series) -> dict[str, str]:
