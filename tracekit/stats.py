@@ -65,7 +65,8 @@ def summary(timeline: Timeline, top: int = 15) -> dict[str, Any]:
     Rows without a device (or pid, stream) form one group each, listed last.
     """
     dev = device_rows(timeline)
-    dev = dev.with_columns(part_mask(dev)).with_columns(pl.col("kind").cast(pl.String))
+    # the kind's category code beside it: unions by (device, code) sort one packed integer
+    dev = dev.with_columns(part_mask(dev), _kind=pl.col("kind").to_physical())
     total_device_ns = int(dev.select(pl.col("dur").filter(~pl.col("is_part")).sum()).item() or 0)
     end = pl.col("ts") + pl.col("dur")
     per_device = (
@@ -81,9 +82,10 @@ def summary(timeline: Timeline, top: int = 15) -> dict[str, Any]:
         .sort("device", nulls_last=True)
     )
     by_kind = (
-        dev.group_by("kind")
+        dev.group_by("kind", "_kind")
         .agg(count=pl.len(), total_ns=pl.col("dur").sum())
-        .join(_busy(dev, "kind"), on="kind")
+        .join(_busy(dev, "_kind"), on="_kind")
+        .select(pl.col("kind").cast(pl.String), "count", "total_ns", "busy_ns")
         .sort(["total_ns", "kind"], descending=[True, False])
     )
     by_stream = (
