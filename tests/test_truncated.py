@@ -191,3 +191,64 @@ def test_a_cut_torch_npu_trace_view_keeps_exactly_its_complete_events(tmp_path: 
         _same(timeline, tracekit.load(reference))
         assert timeline.meta["truncated"] == {"files": ["trace_view.json"]}
         assert any("cut short" in w for w in timeline.meta["warnings"])
+
+
+ASCEND_TABLES = [
+    # the op table alone: its rows are the timeline's device rows
+    (
+        "ascend/msprof_analyze_advisor_testdata/test/ut/advisor/compute_advice/data",
+        "kernel_details.csv",
+    ),
+    # beside the timeline (trace_view.json): its rows enrich the device tasks
+    (NPU_RANK, "ASCEND_PROFILER_OUTPUT/kernel_details.csv"),
+]
+
+
+@pytest.mark.parametrize(("sample", "table"), ASCEND_TABLES)
+def test_a_cut_ascend_op_table_keeps_exactly_its_complete_rows(
+    sample: str, table: str, tmp_path: Path
+) -> None:
+    if not REAL:
+        pytest.skip("TRACEKIT_REAL_TRACES not set")
+    source = Path(REAL) / sample
+    text = (source / table).read_bytes()
+    rng = random.Random(table)
+    header = text.index(b"\n") + 1
+    for i in range(CUTS):
+        # a cut before the last field of a row: one inside the last field leaves every field
+        # there, is not told from a whole row and is read as one (the last column of these
+        # tables is a hardware counter tracekit does not read; a warning says when it is)
+        cut = rng.randrange(header + 1, len(text) - 1)
+        while b"," not in text[cut : text.find(b"\n", cut)] or text[cut - 1 : cut] == b"\n":
+            cut = rng.randrange(header + 1, len(text) - 1)
+        complete = text[: text.rfind(b"\n", 0, cut) + 1]
+        traces = []
+        for where, body in ((tmp_path / f"cut{i}", text[:cut]), (tmp_path / f"ref{i}", complete)):
+            target = where / source.name
+            if source.is_dir() and table.count("/"):
+                shutil.copytree(source, target)
+            else:
+                target.mkdir(parents=True)
+            (target / table).write_bytes(body)
+            traces.append(target if table.count("/") else target / table)
+        timeline, reference = (tracekit.load(t) for t in traces)
+        _same(timeline, reference)
+        rows = complete.count(b"\n") - 1
+        name = Path(table).name
+        warning = next(w for w in timeline.meta["warnings"] if "cut short" in w)
+        assert warning.startswith(f"{name}: the file is cut short: kept its {rows:,} complete")
+        assert timeline.meta["truncated"] == {"files": [name]}
+        assert "truncated" not in reference.meta
+
+
+def test_strict_refuses_a_cut_ascend_op_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not REAL:
+        pytest.skip("TRACEKIT_REAL_TRACES not set")
+    sample, table = ASCEND_TABLES[0]
+    text = (Path(REAL) / sample / table).read_bytes()
+    (tmp_path / table).write_bytes(text[: len(text) // 2 + 3])
+    monkeypatch.setenv("TRACEKIT_STRICT", "1")
+    with pytest.raises(TraceError, match="ends inside a row"):
+        tracekit.load(tmp_path / table)

@@ -13,12 +13,15 @@ an extra pair of quotes, ``N/A`` for missing values, CRLF line ends.
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Callable, Collection
 from pathlib import Path
 
 import polars as pl
 
 from tracekit.errors import TraceError
+from tracekit.parsers.base import cut_short_warning
+from tracekit.parsers.csv_cut import csv_end
 from tracekit.parsers.msprof.times import (
     by_value,
     clean_text,
@@ -137,17 +140,28 @@ def csv_role(columns: list[str]) -> str | None:
     return None
 
 
-def _read(path: Path, label: str, keep: Collection[str] = ()) -> pl.DataFrame:
-    """Every column as text, or only those in ``keep`` (when given and the names are unique)."""
+def _read(path: Path, label: str, warnings: list[str], keep: Collection[str] = ()) -> pl.DataFrame:
+    """Every column as text, or only those in ``keep`` (when given and the names are unique);
+    of a file cut inside a row, the rows before it, said in ``warnings``."""
     columns = read_header(path)
     if not columns:
         raise TraceError(
             f"{path}: empty {label} (no header); the export was cut short, export again"
         )
+    end = csv_end(path)
+    if end.cut:
+        warnings.append(cut_short_warning(path.name, "file", None, end.rows, "row", end.dropped))
+    elif end.unterminated and end.last_column in keep:
+        warnings.append(
+            f"{path.name}: its last line has no line break; read as a whole row (a cut inside"
+            f" its last field, {end.last_column}, would not show)"
+        )
     wanted = [c for c in columns if c in keep]
+    # a cut file: the bytes of its whole rows (a count of lines would miss blank ones)
+    source = io.BytesIO(path.read_bytes()[: end.complete]) if end.cut else path
     try:
         return pl.read_csv(
-            path,
+            source,
             schema={c: pl.String for c in columns},
             has_header=True,
             new_columns=columns,
@@ -161,10 +175,10 @@ def _read(path: Path, label: str, keep: Collection[str] = ()) -> pl.DataFrame:
         ) from exc
 
 
-def read_op_details(path: Path) -> pl.DataFrame:
+def read_op_details(path: Path, warnings: list[str]) -> pl.DataFrame:
     """op_summary / kernel_details rows: canonical columns, ``start``/``dur``/``wait`` in ns,
     ids as Int64 (null for N/A), text cleaned. ``block_key`` says which block header was used."""
-    raw = _read(path, "op summary / kernel details", OP_COLUMNS)
+    raw = _read(path, "op summary / kernel details", warnings, OP_COLUMNS)
     rename: dict[str, str] = {}
     for column in raw.columns:  # the first of two spellings wins ("Step Id" / "Step ID")
         if column in OP_COLUMNS and OP_COLUMNS[column] not in rename.values():
@@ -181,9 +195,9 @@ def read_op_details(path: Path) -> pl.DataFrame:
     )
 
 
-def read_task_time(path: Path) -> pl.DataFrame:
+def read_task_time(path: Path, warnings: list[str]) -> pl.DataFrame:
     """task_time rows: ``name`` (binary kernel name or null), ``task_type``, ids, ns times."""
-    raw = _read(path, "task_time", TASK_TIME_COLUMNS)
+    raw = _read(path, "task_time", warnings, TASK_TIME_COLUMNS)
     rename = {c: TASK_TIME_COLUMNS[c] for c in raw.columns if c in TASK_TIME_COLUMNS}
     frame = raw.select(list(rename)).rename(rename)
     return pl.DataFrame(
@@ -211,8 +225,8 @@ def _convert(values: pl.Series, convert: Callable[[str], pl.Expr] | str) -> pl.S
     return by_value(values, convert)  # type: ignore[arg-type]
 
 
-def read_step_trace(path: Path) -> pl.DataFrame:
+def read_step_trace(path: Path, warnings: list[str]) -> pl.DataFrame:
     """step_trace_time.csv: ``step`` (text, as written) and the µs totals as floats."""
-    raw = _read(path, "step_trace_time")
+    raw = _read(path, "step_trace_time", warnings)
     keep = [c for c in ("Step", "Device_id", *STEP_TRACE) if c in raw.columns]
     return raw.select(clean_text("Step"), *(float_text(c) for c in keep[1:]))

@@ -4,6 +4,7 @@ with the metadata of all."""
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,9 @@ def parse(path: Path, progress: Progress | None = None, include_python: bool = F
     return Timeline(table, meta)
 
 
+_CUT = re.compile(r"(?:rank \d+: )?([^:]+): the (?:trace|file) is cut short")
+
+
 def _with_rank(source: layout.Source) -> layout.Source:
     """The source with the rank its metadata records (profiler_info, info.json, db map)."""
     if source.rank is None:
@@ -151,7 +155,7 @@ def _metadata(
             meta["overlap_analysis_ns"] = per_rank
     meta["mc2"] = mc2_counts.result()
     meta["warnings"] = warnings
-    cut = [w.split(":", 1)[0] for w in warnings if "the trace is cut short" in w]
+    cut = [m[1] for w in warnings if (m := _CUT.match(w))]
     if cut:
         meta["truncated"] = {"files": cut}
     return meta

@@ -12,6 +12,7 @@ from typing import Any
 
 import polars as pl
 
+from tracekit.parsers.csv_cut import csv_end
 from tracekit.parsers.msprof.csv_tables import read_header
 from tracekit.parsers.msprof.times import clean_text, float_text
 
@@ -60,7 +61,10 @@ def _per_key(
 ) -> list[dict[str, Any]] | None:
     """Rows ``{key, calls, total_ns}`` of a CSV grouped by its ``key`` column (``us``: the
     duration column; ``calls``: the aggregation counting calls); only this device's rows when
-    the file has a ``Device_id`` column. None when the file cannot be read."""
+    the file has a ``Device_id`` column. None when the file cannot be read or is cut short
+    (its totals would be of part of the run)."""
+    if csv_end(path).cut:
+        return None
     try:
         raw = pl.read_csv(path, infer_schema=False)
     except (pl.exceptions.PolarsError, OSError):

@@ -88,13 +88,13 @@ def _to_epoch(layers: Layers, source: Source, loaded: Loaded) -> None:
     loaded.meta["clock"] = {"domain": "CLOCK_MONOTONIC_RAW", "to_epoch_ns": shift}
 
 
-def _details(paths: list[Path]) -> pl.DataFrame | None:
-    frames = [read_op_details(p) for p in paths]
+def _details(paths: list[Path], warnings: list[str]) -> pl.DataFrame | None:
+    frames = [read_op_details(p, warnings) for p in paths]
     return _concat(frames)
 
 
-def _task_time(paths: list[Path]) -> pl.DataFrame | None:
-    frame = _concat([read_task_time(p) for p in paths])
+def _task_time(paths: list[Path], warnings: list[str]) -> pl.DataFrame | None:
+    frame = _concat([read_task_time(p, warnings) for p in paths])
     if frame is None:
         return None
     return frame.select(
@@ -114,7 +114,7 @@ def read_text(source: Source, include_python: bool = False) -> Loaded:
     loaded = Loaded(rank=source.rank, device=source.device)
     # polars reads the tables in a thread (it releases the GIL) while msgspec decodes the JSON
     with ThreadPoolExecutor(max_workers=1) as pool:
-        tables = pool.submit(_details, source.op_details)
+        tables = pool.submit(_details, source.op_details, loaded.warnings)
         layers = (
             _merge([read_layers(p, include_python) for p in source.timeline])
             if source.timeline
@@ -160,18 +160,18 @@ def _device_rows(
     """Device task rows (timeline hardware layer, else task_time, else the op table alone)
     and the warning about op table rows that match no task."""
     frames: list[pl.DataFrame] = []
+    warnings: list[str] = []
     unmatched = None
     if hw is not None:
         rows, unmatched = _enrich(hw, details, detail_time=False)
         frames.append(rows)
     else:
-        task_time = _task_time(source.task_time)
+        task_time = _task_time(source.task_time, warnings)
         if task_time is not None:
             rows, unmatched = _enrich(task_time, details, detail_time=True)
             frames.append(rows)
         elif details is not None:
             frames.append(device.detail_rows(details, dev))
-    warnings = []
     if unmatched is not None and unmatched.height:
         warnings.append(
             f"{unmatched.height} op table rows match no device task; added from the table"
@@ -262,7 +262,7 @@ def _meta(loaded: Loaded, source: Source, layers: Layers, details: pl.DataFrame 
         steps |= set(details["step"].drop_nulls().unique().to_list())
     if layers.steps is not None and layers.steps.height:
         steps |= set(layers.steps["iteration"].drop_nulls().unique().to_list())
-    trace = [read_step_trace(p) for p in source.step_trace]
+    trace = [read_step_trace(p, loaded.warnings) for p in source.step_trace]
     if trace:
         frame = pl.concat(trace, how="diagonal_relaxed")
         meta["step_trace_us"] = frame.to_dicts()

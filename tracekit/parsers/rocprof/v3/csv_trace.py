@@ -10,7 +10,6 @@ field); the ``Guid`` column of CSVs regenerated from rocpd is ignored; older out
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,8 @@ import pyarrow as pa
 
 from tracekit.errors import TraceError
 from tracekit.parsers.assemble import Part
-from tracekit.parsers.base import Progress, cut_short_warning, strict
+from tracekit.parsers.base import Progress, cut_short_warning
+from tracekit.parsers.csv_cut import csv_end
 from tracekit.parsers.name_pool import NamePool
 from tracekit.parsers.probe import Probe
 from tracekit.parsers.rocprof import sdk
@@ -144,39 +144,19 @@ class CsvReader:
         return frame
 
     def _complete_rows(self, path: Path) -> int | None:
-        """None for a file whose rows are all whole; for one cut inside its last row (a
-        profiler killed while writing, a copy cut off), the number of rows complete before
-        the cut, noted in :attr:`cuts` (refused with ``TRACEKIT_STRICT=1``).
-
-        A last line without a line break is whole when it has every field and, where the
-        row ends in ``End_Timestamp``, that time is not before its start (a number cut short
-        loses digits); rocprofv3's own files sometimes end so."""
-        with path.open("rb") as fh:
-            fh.seek(0, 2)
-            size = fh.tell()
-            fh.seek(max(0, size - 1))
-            if size == 0 or fh.read(1) == b"\n":
-                return None
-        data = path.read_bytes()
-        complete = data.rfind(b"\n") + 1
-        names = data[: data.find(b"\n") + 1]
-        if _whole_row(names, data[complete:]):
-            if not names.rstrip().endswith(b'End_Timestamp"') and not names.rstrip().endswith(
-                b"End_Timestamp"
-            ):
-                self.warnings.append(
-                    f"{path.name}: its last line has no line break; read as a whole row (a"
-                    " cut inside its last field would not show)"
-                )
-            return None
-        if strict():
-            raise TraceError(
-                f"{path}: the file ends inside a row (cut short after {size:,} bytes);"
-                " profile or copy it again"
+        """None for a file whose rows are all whole; for one cut inside its last row, the
+        number of rows complete before the cut, noted in :attr:`cuts` (refused with
+        ``TRACEKIT_STRICT=1``, :func:`~tracekit.parsers.csv_cut.csv_end`)."""
+        end = csv_end(path)
+        if end.unterminated and end.last_column != "End_Timestamp":
+            self.warnings.append(
+                f"{path.name}: its last line has no line break; read as a whole row (a"
+                " cut inside its last field would not show)"
             )
-        rows = max(0, data.count(b"\n", 0, complete) - 1)  # the header is a line
-        self.cuts.append((path.name, rows, size - complete))
-        return rows
+        if not end.cut:
+            return None
+        self.cuts.append((path.name, end.rows, end.dropped))
+        return end.rows
 
     def _base(self, frame: pl.DataFrame, label: str) -> tuple[np.ndarray, np.ndarray]:
         start = frame["Start_Timestamp"].to_numpy()
@@ -353,24 +333,6 @@ def _kernel_args(frame: pl.DataFrame, fields: list[Field]) -> Any:
         return None
     split = len(fields) - 1 if fields[-1].key == "grid" and len(fields) > 1 else None
     return json_args(frame, *fields, split=split)
-
-
-def _whole_row(header: bytes, last: bytes) -> bool:
-    """Whether ``last`` (a final line without a line break) is a whole row under ``header``."""
-    try:
-        names = next(csv.reader([header.decode("utf-8", "replace").strip()]))
-        fields = next(csv.reader([last.decode("utf-8", "replace")], strict=True))
-    except (csv.Error, StopIteration):
-        return False
-    if len(fields) != len(names):
-        return False
-    if names[-1] == "End_Timestamp" and "Start_Timestamp" in names:
-        start = fields[names.index("Start_Timestamp")]
-        try:
-            return int(fields[-1]) >= int(start)
-        except ValueError:
-            return False
-    return True
 
 
 def sniff(probe: Probe) -> bool:
