@@ -169,7 +169,8 @@ class Timeline:
         try:
             self._events = pa.table({})  # the old columns are now held by the list alone
             for i, column in enumerate(columns):
-                columns[i] = pa.chunked_array([column.combine_chunks()], column.type)
+                if column.num_chunks > 1:
+                    columns[i] = pa.chunked_array([column.combine_chunks()], column.type)
         finally:
             self._events = pa.Table.from_arrays(columns, schema=schema)
             self._df = None
