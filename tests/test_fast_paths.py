@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.rules.scenarios import FAULTS, analysed
-from tracekit.intervals import gaps, intersect, merge, sort_key
+from tracekit.intervals import IntervalOverflowError, gaps, intersect, merge, sort_key
 from tracekit.metrics import steps as metric_steps
 from tracekit.metrics.collectives import launches
 from tracekit.metrics.steps import step_metrics
@@ -112,3 +112,17 @@ def test_merge_by_one_packed_integer_equals_merge_by_the_key_columns(rows: list)
     by_columns = frame.sort("a", "b", "ts", maintain_order=True)
     assert frame.sort(sort_key(frame, ["a", "b"], "ts"), maintain_order=True).equals(by_columns)
     assert keys.height == packed.select("a", "b").unique().height or not frame.height
+
+
+def test_timestamps_too_far_apart_are_refused_without_keys_too() -> None:
+    far = pl.DataFrame({"ts": [0, 9 * 10**18], "dur": [10, 1000]})
+    with pytest.raises(IntervalOverflowError):
+        merge(far)
+
+
+def test_a_merged_set_changed_in_place_is_checked_again() -> None:
+    merged = merge(pl.DataFrame({"k": [1, 1], "ts": [0, 20], "dur": [10, 10]}), ["k"])
+    assert gaps(merged, ["k"]).rows() == [(1, 10, 20)]  # taken as merged
+    merged.vstack(merged, in_place=True)  # now overlapping: no longer merge() output
+    with pytest.raises(ValueError, match="must be merge"):
+        gaps(merged, ["k"])

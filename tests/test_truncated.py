@@ -252,3 +252,18 @@ def test_strict_refuses_a_cut_ascend_op_table(
     monkeypatch.setenv("TRACEKIT_STRICT", "1")
     with pytest.raises(TraceError, match="ends inside a row"):
         tracekit.load(tmp_path / table)
+
+
+def test_an_ascend_op_table_of_its_header_alone_is_not_cut(tmp_path: Path) -> None:
+    """A header without a line break (an empty table) reads as the header with one."""
+    header = b"Step Id,Model ID,Task ID,Stream ID,Name,Type,Accelerator Core,Start Time(us),"
+    header += b"Duration(us),Wait Time(us),Block Dim"
+    outcomes = []
+    for name, body in (("bare", header), ("ended", header + b"\n")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "kernel_details.csv").write_bytes(body)
+        try:
+            outcomes.append(("rows", len(tracekit.load(tmp_path / name / "kernel_details.csv"))))
+        except TraceError as exc:
+            outcomes.append(("error", str(exc).replace(str(tmp_path / name), "")))
+    assert outcomes[0] == outcomes[1]

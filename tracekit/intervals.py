@@ -77,7 +77,7 @@ def _group_number(frame: pl.DataFrame, keys: list[str], span: int) -> pl.Expr | 
     their values packed rather than ranked; None when a key is not an integer column or a
     number times ``span`` could pass 2**62."""
     if not keys:
-        return pl.lit(0, pl.Int64)
+        return pl.lit(0, pl.Int64) if span < 2**62 else None
     if not all(frame.schema[k] in _PACKABLE for k in keys):
         return None
     bounds = frame.select(
@@ -109,14 +109,29 @@ def sort_key(frame: pl.DataFrame, keys: Sequence[str], at: str) -> pl.Expr | lis
 
 
 # merge() and _combine() outputs, by id while they live: taken as merged without a check
-_MERGED: dict[int, tuple[weakref.ref, tuple[str, ...]]] = {}
+# (and, against a frame changed in place, their height and columns)
+_MERGED: dict[int, tuple[weakref.ref, tuple[str, ...], int, tuple[str, ...]]] = {}
 
 
 def _remember(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     name = id(frame)
     forget = weakref.ref(frame, lambda _, name=name: _MERGED.pop(name, None))
-    _MERGED[name] = (forget, tuple(keys))
+    _MERGED[name] = (forget, tuple(keys), frame.height, tuple(frame.columns))
     return frame
+
+
+def _is_remembered(frame: pl.DataFrame, keys: list[str]) -> bool:
+    known = _MERGED.get(id(frame))
+    return (
+        known is not None
+        and known[0]() is frame
+        and known[1:]
+        == (
+            tuple(keys),
+            frame.height,
+            tuple(frame.columns),
+        )
+    )
 
 
 def union_length(df: pl.DataFrame | pl.LazyFrame, keys: Sequence[str] = ()) -> pl.DataFrame:
@@ -139,8 +154,7 @@ def _merged(df: pl.DataFrame | pl.LazyFrame, keys: list[str]) -> pl.DataFrame:
     and no ``ts``): the metrics merge each set once and combine it several ways."""
     if not (isinstance(df, pl.DataFrame) and "ts" not in df.columns and "start" in df.columns):
         return merge(df, keys)
-    known = _MERGED.get(id(df))
-    if known is not None and known[0]() is df and known[1] == tuple(keys):
+    if _is_remembered(df, keys):
         return df
     # taken as merged: sorted, disjoint and not touching within each group, or refused
     apart = pl.col("end") < pl.col("start").shift(-1)

@@ -133,6 +133,15 @@ def build_table(columns: Mapping[str, Any], length: int | None = None) -> pa.Tab
     return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
 
+def _in_one_chunk(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``column`` in one chunk, or as it is when one chunk cannot hold it (text past the 2 GiB
+    that 32-bit offsets reach)."""
+    try:
+        return pa.chunked_array([column.combine_chunks()], column.type)
+    except (pa.ArrowInvalid, pa.ArrowCapacityError):
+        return column
+
+
 class Timeline:
     """Events of one trace (an Arrow table in :data:`SCHEMA`) and their metadata."""
 
@@ -170,7 +179,7 @@ class Timeline:
             self._events = pa.table({})  # the old columns are now held by the list alone
             for i, column in enumerate(columns):
                 if column.num_chunks > 1:
-                    columns[i] = pa.chunked_array([column.combine_chunks()], column.type)
+                    columns[i] = _in_one_chunk(column)
         finally:
             self._events = pa.Table.from_arrays(columns, schema=schema)
             self._df = None

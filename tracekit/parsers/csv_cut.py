@@ -43,7 +43,7 @@ def csv_end(path: Path) -> CsvEnd:
     data = path.read_bytes()
     complete = data.rfind(b"\n") + 1
     header = data[: data.find(b"\n") + 1]
-    names = _fields(header.rstrip(b"\r\n"))
+    names = _fields(header.strip())
     if complete and names is not None and _whole_row(names, data[complete:]):
         return CsvEnd(unterminated=True, last_column=names[-1])
     if strict():

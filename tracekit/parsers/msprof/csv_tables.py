@@ -21,7 +21,7 @@ import polars as pl
 
 from tracekit.errors import TraceError
 from tracekit.parsers.base import cut_short_warning
-from tracekit.parsers.csv_cut import csv_end
+from tracekit.parsers.csv_cut import CsvEnd, csv_end
 from tracekit.parsers.msprof.times import (
     by_value,
     clean_text,
@@ -149,6 +149,8 @@ def _read(path: Path, label: str, warnings: list[str], keep: Collection[str] = (
             f"{path}: empty {label} (no header); the export was cut short, export again"
         )
     end = csv_end(path)
+    if end.cut and not end.complete:  # the header alone, without a line break: no rows
+        end = CsvEnd()
     if end.cut:
         warnings.append(cut_short_warning(path.name, "file", None, end.rows, "row", end.dropped))
     elif end.unterminated and end.last_column in keep:
