@@ -122,16 +122,8 @@ def _remember(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
 
 def _is_remembered(frame: pl.DataFrame, keys: list[str]) -> bool:
     known = _MERGED.get(id(frame))
-    return (
-        known is not None
-        and known[0]() is frame
-        and known[1:]
-        == (
-            tuple(keys),
-            frame.height,
-            tuple(frame.columns),
-        )
-    )
+    mark = (tuple(keys), frame.height, tuple(frame.columns))
+    return known is not None and known[0]() is frame and known[1:] == mark
 
 
 def union_length(df: pl.DataFrame | pl.LazyFrame, keys: Sequence[str] = ()) -> pl.DataFrame:
