@@ -14,14 +14,12 @@ from tracekit.parsers.base import strict
 @dataclass(frozen=True)
 class CsvEnd:
     """How a CSV file ends: ``cut`` when its last line is a row cut short, with the ``rows``
-    whole before it (the header not counted), the bytes up to their end (``complete``) and
-    the bytes ``dropped`` of the cut one;
+    whole before it (the header not counted) and the bytes ``dropped`` of the cut one;
     ``unterminated`` when its last line has no line break but every field (a cut inside its
     last field would not show)."""
 
     cut: bool = False
     rows: int = 0
-    complete: int = 0
     dropped: int = 0
     unterminated: bool = False
     last_column: str = ""
@@ -29,11 +27,12 @@ class CsvEnd:
 
 def csv_end(path: Path) -> CsvEnd:
     """How ``path`` ends (:class:`CsvEnd`); a file cut inside a row is refused with
-    ``TRACEKIT_STRICT=1``. Only a file whose last byte is not a line break is read whole.
+    ``TRACEKIT_STRICT=1``. Only a file whose last byte is not a line break is read in full.
 
     A last line without a line break is whole when it has every field and, where the row
     ends in ``End_Timestamp``, that time is not before its start (a number cut short loses
-    digits); some profilers' own files end so."""
+    digits); some profilers' own files end so. A file of one line is a header alone. Readers
+    keep the whole rows with polars' ``n_rows=rows`` (blank lines count as rows there too)."""
     with path.open("rb") as fh:
         fh.seek(0, 2)
         size = fh.tell()
@@ -42,9 +41,11 @@ def csv_end(path: Path) -> CsvEnd:
             return CsvEnd()
     data = path.read_bytes()
     complete = data.rfind(b"\n") + 1
+    if not complete:  # one line: the header of a table without rows, not a row cut short
+        return CsvEnd()
     header = data[: data.find(b"\n") + 1]
     names = _fields(header.strip())
-    if complete and names is not None and _whole_row(names, data[complete:]):
+    if names is not None and _whole_row(names, data[complete:]):
         return CsvEnd(unterminated=True, last_column=names[-1])
     if strict():
         raise TraceError(
@@ -52,7 +53,7 @@ def csv_end(path: Path) -> CsvEnd:
             " profile or copy it again"
         )
     rows = max(0, data.count(b"\n", 0, complete) - 1)  # the header is a line
-    return CsvEnd(cut=True, rows=rows, complete=complete, dropped=size - complete)
+    return CsvEnd(cut=True, rows=rows, dropped=size - complete)
 
 
 def _fields(line: bytes, strict_quotes: bool = False) -> list[str] | None:

@@ -13,7 +13,6 @@ an extra pair of quotes, ``N/A`` for missing values, CRLF line ends.
 from __future__ import annotations
 
 import csv
-import io
 from collections.abc import Callable, Collection
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import polars as pl
 
 from tracekit.errors import TraceError
 from tracekit.parsers.base import cut_short_warning
-from tracekit.parsers.csv_cut import CsvEnd, csv_end
+from tracekit.parsers.csv_cut import csv_end
 from tracekit.parsers.msprof.times import (
     by_value,
     clean_text,
@@ -149,8 +148,6 @@ def _read(path: Path, label: str, warnings: list[str], keep: Collection[str] = (
             f"{path}: empty {label} (no header); the export was cut short, export again"
         )
     end = csv_end(path)
-    if end.cut and not end.complete:  # the header alone, without a line break: no rows
-        end = CsvEnd()
     if end.cut:
         warnings.append(cut_short_warning(path.name, "file", None, end.rows, "row", end.dropped))
     elif end.unterminated and end.last_column in keep:
@@ -159,16 +156,15 @@ def _read(path: Path, label: str, warnings: list[str], keep: Collection[str] = (
             f" its last field, {end.last_column}, would not show)"
         )
     wanted = [c for c in columns if c in keep]
-    # a cut file: the bytes of its whole rows (a count of lines would miss blank ones)
-    source = io.BytesIO(path.read_bytes()[: end.complete]) if end.cut else path
     try:
         return pl.read_csv(
-            source,
+            path,
             schema={c: pl.String for c in columns},
             has_header=True,
             new_columns=columns,
             truncate_ragged_lines=True,
             columns=wanted if wanted and len(set(columns)) == len(columns) else None,
+            n_rows=end.rows if end.cut else None,
         )
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
         first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
