@@ -23,6 +23,7 @@ META_KEY = b"tracekit"
 
 KINDS = ("kernel", "memcpy", "memset", "comm", "sync", "api", "range", "op", "marker")
 DEVICE_KINDS = ("kernel", "memcpy", "memset", "comm", "sync")
+WORK_KINDS = ("kernel", "comm", "memcpy", "memset")  # rows that make a device busy
 # A communication row that is one task of a larger one (an HCCL collective's hardware task)
 # names it in ``args`` under this key: interval unions keep it, sums of time leave it out
 # (its collective counts), so no time is counted twice.
@@ -66,6 +67,11 @@ SCHEMA = pa.schema(
     ]
 )
 COLUMNS = tuple(SCHEMA.names)
+# ``args`` may be held as Arrow's string view: rows of one text then share its bytes (a
+# device trace repeats a few thousand texts millions of times; 1.1 GB spelled out at 10M
+# rows). :attr:`Timeline.events` hands it over as ``string``, the schema's type.
+_ARGS = SCHEMA.get_field_index("args")
+VIEW_SCHEMA = SCHEMA.set(_ARGS, pa.field("args", pa.string_view()))
 
 
 def empty_meta() -> dict[str, Any]:
@@ -128,9 +134,12 @@ def build_table(columns: Mapping[str, Any], length: int | None = None) -> pa.Tab
             value = pa.array(value)
         if pa.types.is_dictionary(field.type):
             arrays.append(_as_dictionary(value))
+        elif field.name == "args" and value.type == pa.string_view():
+            arrays.append(value)
         else:
             arrays.append(value.cast(field.type))
-    return pa.Table.from_arrays(arrays, schema=SCHEMA)
+    viewed = arrays[_ARGS].type == pa.string_view()
+    return pa.Table.from_arrays(arrays, schema=VIEW_SCHEMA if viewed else SCHEMA)
 
 
 def _in_one_chunk(column: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -140,6 +149,12 @@ def _in_one_chunk(column: pa.ChunkedArray) -> pa.ChunkedArray:
         return pa.chunked_array([column.combine_chunks()], column.type)
     except (pa.ArrowInvalid, pa.ArrowCapacityError):
         return column
+
+
+def _spelled_out(views: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A string-view column as plain strings (by polars: 5x faster than Arrow's cast)."""
+    chunks = [pl.Series(chunk).to_arrow().cast(pa.string()) for chunk in views.chunks]
+    return pa.chunked_array(chunks, pa.string())
 
 
 class Timeline:
@@ -154,8 +169,18 @@ class Timeline:
 
     @property
     def events(self) -> pa.Table:
-        """The events as a pyarrow Table, with the metadata attached to its schema."""
-        return self._events.replace_schema_metadata({META_KEY: json.dumps(self.meta)})
+        """The events as a pyarrow Table in :data:`SCHEMA`, with the metadata attached to its
+        schema (``args`` held as a string view is spelled out here)."""
+        table = self._events
+        if table.schema.field(_ARGS).type != pa.string():
+            table = table.set_column(_ARGS, SCHEMA.field(_ARGS), _spelled_out(table[_ARGS]))
+        return table.replace_schema_metadata({META_KEY: json.dumps(self.meta)})
+
+    @property
+    def stored(self) -> pa.Table:
+        """The events as held, without metadata: :data:`SCHEMA`, but ``args`` may be a string
+        view (rows of one text share its bytes); for reading without a copy."""
+        return self._events
 
     @property
     def df(self) -> pl.DataFrame:
@@ -198,7 +223,8 @@ class Timeline:
         """Return the schema violations found (an empty list when the timeline is sound)."""
         problems = []
         table = self._events
-        if [(f.name, f.type) for f in table.schema] != [(f.name, f.type) for f in SCHEMA]:
+        types = [(f.name, f.type) for f in table.schema]
+        if types not in ([(f.name, f.type) for f in s] for s in (SCHEMA, VIEW_SCHEMA)):
             problems.append("columns or types differ from the timeline schema")
             return problems
         for col in ("ts", "dur"):

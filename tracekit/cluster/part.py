@@ -151,7 +151,7 @@ def with_rank_hint(timeline: Timeline, path: Path) -> Timeline:
     ranks = timeline.meta.get("ranks") or []
     if hint is None or timeline.meta.get("world_size") is not None or len(ranks) > 1:
         return timeline
-    events = timeline.events
+    events = timeline.stored
     index = events.schema.get_field_index("rank")
     column = pa.array(np.full(events.num_rows, hint, dtype=np.int32))
     meta = {**timeline.meta, "ranks": [hint]}

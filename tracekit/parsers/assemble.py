@@ -10,7 +10,7 @@ import numpy.ma  # pa.array(ndarray) imports it on first use: keep that out of t
 import pyarrow as pa
 
 from tracekit.parsers.name_pool import NamePool
-from tracekit.timeline import KINDS, SCHEMA
+from tracekit.timeline import KINDS, SCHEMA, VIEW_SCHEMA
 
 ENGINES = ("sm", "copy", "aic", "aiv", "mix", "ai_cpu", "dsa", "sdma", "comm")
 _KIND_DICT = pa.array(KINDS, pa.string())
@@ -45,6 +45,10 @@ def _column(value: Any, n: int, type_: pa.DataType) -> pa.Array | pa.ChunkedArra
     return pa.array(value, type_)
 
 
+def _is_view(value: Any) -> bool:
+    return isinstance(value, (pa.Array, pa.ChunkedArray)) and value.type == pa.string_view()
+
+
 def _constant_dictionary(value: str | None, n: int, dictionary: pa.Array) -> pa.DictionaryArray:
     if value is None:
         indices = pa.nulls(n, pa.int32())
@@ -58,11 +62,14 @@ def assemble(parts: list[Part], pool: NamePool) -> pa.Table:
     """Concatenate parts (zero-copy, one chunk each) into a table with :data:`SCHEMA`."""
     parts = [p for p in parts if len(p)]
     names = pool.dictionary_arrays([p.name for p in parts])
+    # args held as a string view (rows of one text share its bytes) in one part: in all
+    viewed = any(_is_view(p.columns.get("args")) for p in parts)
+    schema = VIEW_SCHEMA if viewed else SCHEMA
     tables = []
     for part, name in zip(parts, names):
         n = len(part)
         arrays = []
-        for fld in SCHEMA:
+        for fld in schema:
             if fld.name == "kind":
                 arrays.append(_constant_dictionary(part.kind, n, _KIND_DICT))
             elif fld.name == "engine":
@@ -73,7 +80,7 @@ def assemble(parts: list[Part], pool: NamePool) -> pa.Table:
                 arrays.append(_column(getattr(part, fld.name), n, fld.type))
             else:
                 arrays.append(_column(part.columns.get(fld.name), n, fld.type))
-        tables.append(pa.Table.from_arrays(arrays, schema=SCHEMA))
+        tables.append(pa.Table.from_arrays(arrays, schema=schema))
     if not tables:
         return SCHEMA.empty_table()
     return pa.concat_tables(tables)

@@ -57,9 +57,13 @@ def _with_raw_names(args: pa.Array, raw: pa.Array) -> pa.Array:
     return pc.if_else(pc.is_null(raw), args, added)
 
 
+def _mangled(names: pa.DictionaryArray) -> bool:
+    return bool(pc.any(pc.match_substring_regex(names.dictionary, "^__?Z")).as_py())
+
+
 def _chunk(names: pa.DictionaryArray, args: pa.Array) -> tuple[pa.DictionaryArray, pa.Array] | None:
     """The chunk's names and args with mangled names demangled; None when none is mangled."""
-    if not pc.any(pc.match_substring_regex(names.dictionary, "^__?Z")).as_py():
+    if not _mangled(names):
         return None  # the usual case: no mangled name, nothing to read into Python
     values = names.dictionary.to_pylist()
     demangled = [demangle(v) if v else None for v in values]
@@ -85,6 +89,11 @@ def mangled_left(events: pa.Table) -> int:
 def demangle_events(events: pa.Table) -> pa.Table:
     """``events`` (timeline schema) with mangled names demangled and the raw name in args."""
     names, args = events.column("name"), events.column("args")
+    if args.type != pa.string():  # held as a string view: spelled out, as rarely needed
+        if not any(_mangled(chunk) for chunk in names.chunks):
+            return events
+        args = args.cast(pa.string())
+        events = events.set_column(events.schema.get_field_index("args"), "args", args)
     if names.num_chunks != args.num_chunks:
         args = args.combine_chunks()
         names = names.combine_chunks()

@@ -7,7 +7,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-WORK_KINDS = ("kernel", "comm", "memcpy", "memset")  # rows that make a device busy
+from tracekit.timeline import WORK_KINDS
+
+__all__ = ["WORK_KINDS"]  # defined beside the timeline; steps take it from here
+
 PHASES = ("prefill", "decode", "mixed")
 CONFIDENCES = ("high", "medium", "low", "none")
 RANGE_SCHEMA: dict[str, pl.DataType] = {

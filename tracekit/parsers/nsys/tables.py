@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 from tracekit.errors import TraceError
 from tracekit.parsers.assemble import Part
-from tracekit.parsers.convert import int64s
+from tracekit.parsers.convert import int64s, shared_text
 from tracekit.parsers.name_pool import NamePool
 from tracekit.parsers.sqlite import SqliteSource
 
@@ -135,7 +135,7 @@ class TableReader:
         args = _kernel_args_sql(cols)
         t = self._read(KERNEL, (*_DEVICE_COLUMNS, name_col), args and f"{args} AS args")
         name = self._names_from_ids(t.column(name_col), "kernel")
-        args_column = t.column("args") if args else None
+        args_column = shared_text(t.column("args")) if args else None
         return [self._device_part("kernel", t, name, "sm", args_column)]
 
     def graphs(self) -> list[Part]:
