@@ -51,13 +51,6 @@ def _read(db: DbReader, source: Source, include_python: bool) -> Loaded:
     comm = read_comm_tasks(db, tasks)
     if comm is not None:
         tasks = tasks.filter(~pl.col("gtid").is_in(comm["gtid"].implode()))
-    compute = read_compute(db)
-    if compute is not None:
-        tasks = tasks.join(compute, on="gtid", how="left")
-    # each table let go once used: at 10M rows each is a few hundred MB
-    del compute
-    task_rows = device.task_rows(tasks, None)
-    del tasks
     frames = []
     ops = read_comm_ops(db)
     op_rows = planes = None
@@ -65,7 +58,15 @@ def _read(db: DbReader, source: Source, include_python: bool) -> Loaded:
         ops = hccl.op_streams(ops, all_tasks, comm)
         op_rows = hccl.op_rows(ops, None)
         frames.append(op_rows)
+    # each table let go once used (at 10M rows each is a few hundred MB), every task before
+    # the kernels' args are built
     del all_tasks
+    compute = read_compute(db)
+    if compute is not None:
+        tasks = tasks.join(compute, on="gtid", how="left")
+    del compute
+    task_rows = device.task_rows(tasks, None)
+    del tasks
     if comm is not None:
         op_names = ops.select("thread", "ts", "dur", "name") if ops is not None else None
         planes = hccl.task_rows(comm, op_names, None)

@@ -76,6 +76,7 @@ def parse(path: Path, progress: Progress | None = None, include_python: bool = F
             )
         unknown = [unknown_types(f) for f in one.frames if "_unknown" in f.columns]
         warnings += [prefix + w for w in unknown if w]
+        one.frames = []  # held by ``frames`` alone, which the table takes apart
     if not any(f.height for f in frames):
         raise TraceError(
             f"{path}: Ascend output with no rows (no device task, operator or API "
@@ -84,7 +85,7 @@ def parse(path: Path, progress: Progress | None = None, include_python: bool = F
     note("assembling")
     origin = first_ts(frames) or 0
     with ThreadPoolExecutor(max_workers=1) as pool:  # both release the GIL
-        counts = pool.submit(mc2.summary, frames)
+        counts = pool.submit(mc2.summary, [f.select("kind", "args") for f in frames])
         table = to_table(frames, origin)
         meta = _metadata(path, loaded, ranks, table, warnings, counts)
     meta["origin_ns"] = None if any(x.monotonic for x in loaded) else origin

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracekit.parsers.convert import column_or_null
-from tracekit.timeline import build_table
+from tracekit.timeline import WORK_KINDS, build_table
 
 ROW_SCHEMA: dict[str, pl.DataType] = {
     "ts": pl.Int64(),
@@ -56,14 +56,14 @@ def args_json(frame: pl.DataFrame, fields: Sequence[Field]) -> pl.Series:
     values are left out and a row with no value at all gets a null ``args``.
 
     Each field is encoded once per distinct value; runs of few-valued fields are joined once
-    per distinct combination (:func:`_join`)."""
+    per distinct combination (:class:`_Joined`)."""
     if not fields or not frame.height:
         return pl.Series("args", [None] * frame.height, pl.String)
     names = [f"_{i}" for i in range(len(fields))]
     values = frame.with_columns(
         [expr.alias(name) for name, (_, expr, _) in zip(names, fields)]
     ).select(names)
-    pieces = []
+    joined = _Joined(frame.height)
     for i, (key, _, kind) in enumerate(fields):
         column = values[f"_{i}"]
         if column.null_count() == len(column):
@@ -76,10 +76,10 @@ def args_json(frame: pl.DataFrame, fields: Sequence[Field]) -> pl.Series:
             kind = "int"  # already text: written unquoted
         elif kind == "text":
             column = column.cast(pl.String)
-        pieces.append(_pieces(key, column, kind))
-    if not pieces:
+        joined.add(_pieces(key, column, kind))
+    groups = joined.groups
+    if not groups:
         return pl.Series("args", [None] * frame.height, pl.String)
-    groups = _join(pieces, frame.height)
     if len(groups) == 1:  # one text per distinct combination: wrapped before it is gathered
         codes, texts = groups[0]
         return _wrap(pl.Series("_0", texts), pl.all()).gather(codes)
@@ -110,21 +110,26 @@ def _pieces(key: str, column: pl.Series, kind: str) -> tuple[np.ndarray, pa.Arra
     return codes.astype(np.int64), texts
 
 
-def _join(pieces: list[tuple[np.ndarray, pa.Array]], n: int) -> list[tuple[np.ndarray, pa.Array]]:
+class _Joined:
     """The pieces of every row, in order, as (code per row, texts) groups to gather and
-    concatenate. Runs of few-valued columns are joined once per distinct combination of their
-    values (polars shares the bytes of gathered texts, so the row text is written once)."""
-    few = max(n // 16, 1)
-    groups: list[list[tuple[np.ndarray, pa.Array]]] = []
-    width = 0
-    for codes, texts in pieces:
-        if groups and len(texts) <= few and width > 0 and width * len(texts) < 2**62:
-            groups[-1].append((codes, texts))
-            width *= len(texts)
+    concatenate. Runs of few-valued pieces are joined as they come, once per distinct
+    combination of their values (polars shares the bytes of gathered texts, so the row text
+    is written once), so that one code per row and group is held, not one per piece."""
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+        self.few = max(rows // 16, 1)
+        self.groups: list[tuple[np.ndarray, pa.Array]] = []
+        self.open = False  # the last group takes further few-valued pieces
+
+    def add(self, piece: tuple[np.ndarray, pa.Array]) -> None:
+        """Append one piece (see :func:`_pieces`)."""
+        few = len(piece[1]) <= self.few
+        if few and self.open and len(self.groups[-1][1]) * len(piece[1]) < 2**62:
+            self.groups[-1] = _combine([self.groups[-1], piece], self.rows)
         else:
-            groups.append([(codes, texts)])
-            width = len(texts) if len(texts) <= few else 0
-    return [group[0] if len(group) == 1 else _combine(group, n) for group in groups]
+            self.groups.append(piece)
+            self.open = few
 
 
 def _combine(group: list[tuple[np.ndarray, pa.Array]], n: int) -> tuple[np.ndarray, pa.Array]:
@@ -205,21 +210,46 @@ DICTIONARY = ("kind", "name", "engine")
 
 
 def to_table(frames: list[pl.DataFrame], origin: int) -> pa.Table:
-    """The rows of ``frames`` with ts relative to ``origin``, in the timeline schema."""
-    frames = [conform(f) for f in frames if f.height]
-    frame = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=ROW_SCHEMA)
-    columns = {}
+    """The rows of ``frames`` with ts relative to ``origin``, in the timeline schema.
+
+    ``frames`` is emptied: each column's rows are let go as soon as they are converted, so
+    the rows are not held twice (the frames and the table) while the table is built."""
+    parts = [conform(f) for f in frames if f.height]
+    frames.clear()
+    frame = pl.concat(parts, how="vertical") if parts else pl.DataFrame(schema=ROW_SCHEMA)
+    del parts
+    height = frame.height
     # column by column, each in one chunk: a frame-wide step would first re-cut every column
-    # into the chunks of another (1.2 GiB more at 10M rows), and one chunk here spares the
-    # timeline a copy after reading (polars joins text chunks without copying the text)
-    for name in frame.columns:
-        column = frame.get_column(name)
+    # into the chunks of another (1.2 GiB more at 10M rows; so does ``drop``), and one chunk
+    # here spares the timeline a copy after reading (polars joins text chunks without
+    # copying the text)
+    source = {name: frame.get_column(name) for name in ROW_SCHEMA}
+    del frame
+    order = _work_first(source["kind"])
+    columns = {}
+    for name in ROW_SCHEMA:
+        column = source.pop(name)
         if name == "ts":
             column = column - origin
         elif name in DICTIONARY:  # as categories: Arrow gets them encoded, not 10M strings
             column = column.cast(pl.Categorical)
-        columns[name] = column.rechunk().to_arrow()
-    return build_table(columns, frame.height)
+        column = column.rechunk() if order is None else column.rechunk().gather(order)
+        # args as polars holds it, a string view: rows of one text share its bytes
+        newest = pl.CompatLevel.newest() if name == "args" else None
+        columns[name] = column.to_arrow(compat_level=newest)
+        del column
+    return build_table(columns, height)
+
+
+def _work_first(kinds: pl.Series) -> pl.Series | None:
+    """Row order putting the device work rows (:data:`WORK_KINDS`) before the others, each in
+    their order; None when they are one run already. The analysis then takes them as a slice
+    of the timeline instead of a copy (the sync tasks among the kernels split them)."""
+    work = kinds.is_in(WORK_KINDS).fill_null(False)
+    where = work.arg_true()
+    if not where.len() or int(where[-1]) - int(where[0]) + 1 == where.len():
+        return None
+    return pl.concat([where, (~work).arg_true()])
 
 
 @dataclass
