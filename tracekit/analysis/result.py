@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from tracekit.metrics.steps import phase_summary
+from tracekit.metrics.steps import clipped, phase_summary
 from tracekit.metrics.streams import pair_overlap, stream_busy
 from tracekit.model import Check, Finding
 from tracekit.steps import Steps
@@ -32,7 +32,6 @@ class Analysis:
     timeline: Timeline
     rows: pl.DataFrame
     work: pl.DataFrame
-    in_windows: pl.DataFrame
     steps: Steps
     windows: pl.DataFrame
     step_metrics: pl.DataFrame
@@ -58,6 +57,11 @@ class Analysis:
             f"low confidence: steps found by {self.steps.method}, {why}; per-step numbers may be"
             " wrong (pass --step-marker REGEX if the trace marks its steps)"
         )
+
+    @cached_property
+    def in_windows(self) -> pl.DataFrame:
+        """The work rows cut to their step's window (made when first read)."""
+        return clipped(self.work, self.windows)
 
     @cached_property
     def stream_busy(self) -> pl.DataFrame:
