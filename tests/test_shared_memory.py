@@ -25,7 +25,7 @@ from tracekit.parsers.demangle import ARG_KEY, demangle_events
 from tracekit.parsers.msprof.rows import args_json, to_table
 from tracekit.steps.placement import work_rows
 from tracekit.taxonomy import classified, load_patterns, vendor_of
-from tracekit.timeline import SCHEMA, Timeline, build_table
+from tracekit.timeline import SCHEMA, Timeline, _spelled_out, build_table
 
 
 def _address(series: pl.Series) -> int:
@@ -62,6 +62,15 @@ def test_a_timeline_holding_views_hands_over_the_schema() -> None:
     assert timeline.stored["args"].num_chunks == 1 and len(timeline) == 30
 
 
+def test_views_are_spelled_out_in_chunks_that_fit() -> None:
+    texts = pl.Series(["abc" * 10, None, "x" * 50, "y"] * 1_000)
+    views = pa.chunked_array([texts.to_arrow(compat_level=pl.CompatLevel.newest())] * 2)
+    out = _spelled_out(views, limit=5_000)  # 2 GiB in a real string chunk
+    assert out.type == pa.string() and out.to_pylist() == views.to_pylist()
+    assert out.num_chunks > 10 and max(len(c.buffers()[2]) for c in out.chunks) <= 5_000 + 50
+    assert all(c.buffers()[1].to_pybytes()[:4] == bytes(4) for c in out.chunks)  # from 0
+
+
 def test_demangling_spells_out_viewed_args() -> None:
     def table(names: list[str]) -> pa.Table:
         args = shared_text(pa.array(['{"grid":1}', None] * 20))
@@ -75,6 +84,8 @@ def test_demangling_spells_out_viewed_args() -> None:
     plain = table(["k", "plain"])
     assert plain.schema.field("args").type == pa.string_view()
     assert demangle_events(plain) is plain  # nothing mangled: the views stay
+    looks = table(["_Zfoo", "plain"])  # looks mangled, is not: the table as it was
+    assert demangle_events(looks) is looks
 
 
 def _reference(frame: pl.DataFrame, keys: list[str]) -> list[str | None]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import sqlite3
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -93,7 +94,9 @@ def load(path: str | Path, format: str | None = None, progress=None) -> Timeline
 def _trim_heap() -> None:
     """Hand the C heap's free pages back to the system (glibc keeps what SQLite and Python
     freed while reading: 0.4 GiB of a 10M-row export, held for the whole analysis else)."""
-    with suppress(OSError, AttributeError):  # not glibc: its allocator returns memory itself
+    if not sys.platform.startswith("linux"):
+        return
+    with suppress(OSError, AttributeError):  # not glibc (musl): its allocator returns memory
         ctypes.CDLL(None).malloc_trim(0)
 
 

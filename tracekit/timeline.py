@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -117,7 +118,8 @@ def _as_dictionary(array: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
 def build_table(columns: Mapping[str, Any], length: int | None = None) -> pa.Table:
     """Build an events table in :data:`SCHEMA` from a mapping of column -> array-like.
 
-    Missing columns become all-null; values are cast to the schema's types.
+    Missing columns become all-null; values are cast to the schema's types, but ``args``
+    given as a string view stays one (:data:`VIEW_SCHEMA`).
     """
     n = length
     if n is None:
@@ -151,14 +153,23 @@ def _in_one_chunk(column: pa.ChunkedArray) -> pa.ChunkedArray:
         return column
 
 
-def _spelled_out(views: pa.ChunkedArray) -> pa.ChunkedArray:
-    """A string-view column as plain strings (by polars: 5x faster than Arrow's cast)."""
-    chunks = [pl.Series(chunk).to_arrow().cast(pa.string()) for chunk in views.chunks]
+def _spelled_out(views: pa.ChunkedArray, limit: int = 2**30) -> pa.ChunkedArray:
+    """A string-view column as plain strings (by polars: 5x faster than Arrow's cast), in
+    chunks of at most ``limit`` bytes of text (a string chunk's offsets end at 2 GiB)."""
+    chunks = []
+    for chunk in views.chunks:
+        text = pl.Series(chunk)
+        ends = text.str.len_bytes().fill_null(0).cum_sum().to_numpy()
+        cuts = np.searchsorted(ends, np.arange(limit, ends[-1] if len(ends) else 0, limit))
+        for start, stop in zip([0, *cuts.tolist()], [*cuts.tolist(), len(text)]):
+            # each piece converted on its own: its own buffers, offsets from 0
+            chunks.append(text.slice(start, stop - start).to_arrow().cast(pa.string()))
     return pa.chunked_array(chunks, pa.string())
 
 
 class Timeline:
-    """Events of one trace (an Arrow table in :data:`SCHEMA`) and their metadata."""
+    """Events of one trace (an Arrow table in :data:`SCHEMA`, its ``args`` possibly held as
+    a string view: :attr:`stored`) and their metadata."""
 
     def __init__(self, events: pa.Table, meta: Mapping[str, Any] | None = None) -> None:
         base = empty_meta()
@@ -172,7 +183,7 @@ class Timeline:
         """The events as a pyarrow Table in :data:`SCHEMA`, with the metadata attached to its
         schema (``args`` held as a string view is spelled out here)."""
         table = self._events
-        if table.schema.field(_ARGS).type != pa.string():
+        if table.schema.field("args").type == pa.string_view():
             table = table.set_column(_ARGS, SCHEMA.field(_ARGS), _spelled_out(table[_ARGS]))
         return table.replace_schema_metadata({META_KEY: json.dumps(self.meta)})
 

@@ -59,7 +59,8 @@ def _constant_dictionary(value: str | None, n: int, dictionary: pa.Array) -> pa.
 
 
 def assemble(parts: list[Part], pool: NamePool) -> pa.Table:
-    """Concatenate parts (zero-copy, one chunk each) into a table with :data:`SCHEMA`."""
+    """Concatenate parts (zero-copy, one chunk each) into a table with :data:`SCHEMA` (with
+    ``args`` as a string view when a part gives it so: :data:`VIEW_SCHEMA`)."""
     parts = [p for p in parts if len(p)]
     names = pool.dictionary_arrays([p.name for p in parts])
     # args held as a string view (rows of one text share its bytes) in one part: in all

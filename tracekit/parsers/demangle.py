@@ -89,11 +89,10 @@ def mangled_left(events: pa.Table) -> int:
 def demangle_events(events: pa.Table) -> pa.Table:
     """``events`` (timeline schema) with mangled names demangled and the raw name in args."""
     names, args = events.column("name"), events.column("args")
-    if args.type != pa.string():  # held as a string view: spelled out, as rarely needed
+    if args.type == pa.string_view():  # spelled out only where a name changes (rare)
         if not any(_mangled(chunk) for chunk in names.chunks):
             return events
         args = args.cast(pa.string())
-        events = events.set_column(events.schema.get_field_index("args"), "args", args)
     if names.num_chunks != args.num_chunks:
         args = args.combine_chunks()
         names = names.combine_chunks()
@@ -108,8 +107,8 @@ def demangle_events(events: pa.Table) -> pa.Table:
         schema.field("name"),
         pa.chunked_array([n for n, _ in out], schema.field("name").type),
     )
-    return events.set_column(
+    return events.set_column(  # args as plain strings (views were spelled out above)
         schema.get_field_index("args"),
-        schema.field("args"),
-        pa.chunked_array([a for _, a in out], schema.field("args").type),
+        pa.field("args", pa.string()),
+        pa.chunked_array([a for _, a in out], pa.string()),
     )

@@ -7,9 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from tracekit.timeline import WORK_KINDS
-
-__all__ = ["WORK_KINDS"]  # defined beside the timeline; steps take it from here
+from tracekit.timeline import WORK_KINDS as WORK_KINDS  # defined beside the timeline
 
 PHASES = ("prefill", "decode", "mixed")
 CONFIDENCES = ("high", "medium", "low", "none")

@@ -233,7 +233,11 @@ def to_table(frames: list[pl.DataFrame], origin: int) -> pa.Table:
             column = column - origin
         elif name in DICTIONARY:  # as categories: Arrow gets them encoded, not 10M strings
             column = column.cast(pl.Categorical)
-        column = column.rechunk() if order is None else column.rechunk().gather(order)
+        if order is None:
+            column = column.rechunk()
+        else:  # polars gathers a view column of several chunks by writing its texts out
+            column = column.rechunk() if column.n_chunks() > 1 and name == "args" else column
+            column = column.gather(order)
         # args as polars holds it, a string view: rows of one text share its bytes
         newest = pl.CompatLevel.newest() if name == "args" else None
         columns[name] = column.to_arrow(compat_level=newest)
