@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import warnings
 from pathlib import Path
 
 import polars as pl
@@ -69,6 +70,10 @@ def test_views_are_spelled_out_in_chunks_that_fit() -> None:
     assert out.type == pa.string() and out.to_pylist() == views.to_pylist()
     assert out.num_chunks > 10 and max(len(c.buffers()[2]) for c in out.chunks) <= 5_000 + 50
     assert all(c.buffers()[1].to_pybytes()[:4] == bytes(4) for c in out.chunks)  # from 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # byte counts summed as signed 64-bit, not uint32
+        whole = _spelled_out(views)
+    assert whole.num_chunks == 2 and whole.to_pylist() == views.to_pylist()
 
 
 def test_demangling_spells_out_viewed_args() -> None:

@@ -159,7 +159,7 @@ def _spelled_out(views: pa.ChunkedArray, limit: int = 2**30) -> pa.ChunkedArray:
     chunks = []
     for chunk in views.chunks:
         text = pl.Series(chunk)
-        ends = text.str.len_bytes().fill_null(0).cum_sum().to_numpy()
+        ends = text.str.len_bytes().cast(pl.Int64).fill_null(0).cum_sum().to_numpy()
         cuts = np.searchsorted(ends, np.arange(limit, ends[-1] if len(ends) else 0, limit))
         for start, stop in zip([0, *cuts.tolist()], [*cuts.tolist(), len(text)]):
             # each piece converted on its own: its own buffers, offsets from 0
