@@ -26,7 +26,7 @@ from tracekit.parsers.demangle import ARG_KEY, demangle_events
 from tracekit.parsers.msprof.rows import args_json, to_table
 from tracekit.steps.placement import work_rows
 from tracekit.taxonomy import classified, load_patterns, vendor_of
-from tracekit.timeline import SCHEMA, Timeline, _spelled_out, build_table
+from tracekit.timeline import SCHEMA, Timeline, build_table, spelled_out
 
 
 def _address(series: pl.Series) -> int:
@@ -66,13 +66,13 @@ def test_a_timeline_holding_views_hands_over_the_schema() -> None:
 def test_views_are_spelled_out_in_chunks_that_fit() -> None:
     texts = pl.Series(["abc" * 10, None, "x" * 50, "y"] * 1_000)
     views = pa.chunked_array([texts.to_arrow(compat_level=pl.CompatLevel.newest())] * 2)
-    out = _spelled_out(views, limit=5_000)  # 2 GiB in a real string chunk
+    out = spelled_out(views, limit=5_000)  # 2 GiB in a real string chunk
     assert out.type == pa.string() and out.to_pylist() == views.to_pylist()
     assert out.num_chunks > 10 and max(len(c.buffers()[2]) for c in out.chunks) <= 5_000 + 50
     assert all(c.buffers()[1].to_pybytes()[:4] == bytes(4) for c in out.chunks)  # from 0
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # byte counts summed as signed 64-bit, not uint32
-        whole = _spelled_out(views)
+        whole = spelled_out(views)
     assert whole.num_chunks == 2 and whole.to_pylist() == views.to_pylist()
 
 

@@ -153,7 +153,7 @@ def _in_one_chunk(column: pa.ChunkedArray) -> pa.ChunkedArray:
         return column
 
 
-def _spelled_out(views: pa.ChunkedArray, limit: int = 2**30) -> pa.ChunkedArray:
+def spelled_out(views: pa.ChunkedArray, limit: int = 2**30) -> pa.ChunkedArray:
     """A string-view column as plain strings (by polars: 5x faster than Arrow's cast), in
     chunks of at most ``limit`` bytes of text (a string chunk's offsets end at 2 GiB)."""
     chunks = []
@@ -184,7 +184,7 @@ class Timeline:
         schema (``args`` held as a string view is spelled out here)."""
         table = self._events
         if table.schema.field("args").type == pa.string_view():
-            table = table.set_column(_ARGS, SCHEMA.field(_ARGS), _spelled_out(table[_ARGS]))
+            table = table.set_column(_ARGS, SCHEMA.field(_ARGS), spelled_out(table[_ARGS]))
         return table.replace_schema_metadata({META_KEY: json.dumps(self.meta)})
 
     @property

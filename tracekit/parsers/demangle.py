@@ -17,6 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tracekit.timeline import spelled_out
+
 try:  # abi3 wheels for CPython >= 3.11; on 3.10 names stay as recorded
     import pycxxfilt
 except ImportError:  # pragma: no cover - Python 3.10
@@ -92,7 +94,7 @@ def demangle_events(events: pa.Table) -> pa.Table:
     if args.type == pa.string_view():  # spelled out only where a name changes (rare)
         if not any(_mangled(chunk) for chunk in names.chunks):
             return events
-        args = args.cast(pa.string())
+        args = spelled_out(args)
     if names.num_chunks != args.num_chunks:
         args = args.combine_chunks()
         names = names.combine_chunks()
