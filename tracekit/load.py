@@ -16,6 +16,7 @@ from tracekit.errors import TraceError
 from tracekit.parsers import registry
 from tracekit.parsers.demangle import demangle_events, mangled_left, pycxxfilt
 from tracekit.parsers.probe import Probe
+from tracekit.parsers.processes import scope_ranks
 from tracekit.timeline import Timeline
 
 
@@ -73,6 +74,7 @@ def load(path: str | Path, format: str | None = None, progress=None) -> Timeline
         ) from exc
     if timeline.meta.get("source") is None:  # the key is always there (empty_meta)
         timeline.meta["source"] = path.name
+    timeline = scope_ranks(timeline)  # correlation ids are per process: one rank each
     events = timeline.stored
     demangled = demangle_events(events)
     if demangled is not events:
@@ -101,6 +103,8 @@ def _trim_heap() -> None:
 
 
 def _unrecognised(probe: Probe) -> str:
+    """One line saying why no parser took ``probe``'s file and how to force one (the CLI's
+    ``--parser NAME``, with the names it accepts)."""
     path = probe.path
     known = ", ".join(supported_formats())
     if probe.is_sqlite:
@@ -117,4 +121,4 @@ def _unrecognised(probe: Probe) -> str:
         )
     if path.is_dir():
         return f"{path}: folder holds no trace tracekit reads (tried {known}); pass a trace file"
-    return f"{path}: not a recognised trace (tried {known}); check the file or pass --format"
+    return f"{path}: not a recognised trace; if it is one, pass --parser NAME (one of {known})"

@@ -46,6 +46,7 @@ def info(timeline: Timeline) -> dict[str, Any]:
         "origin_ns": meta.get("origin_ns"),
         "devices": devices,
         "ranks": meta.get("ranks", []),
+        "rank_source": meta.get("rank_source"),
         "events": len(timeline),
         "events_per_kind": dict(counts.rows()),
         "streams_per_device": {str(d): list(s) for d, s in streams},

@@ -10,6 +10,10 @@ resort: the host often runs a step or more ahead of the device, so a host range 
 device work of the step before. When steps are device-time ranges (device annotations,
 msprof step trace, period or gap methods without launches), rows are placed by their own
 start. :data:`PLACEMENTS` names the ways; :func:`assign` records for each row how it was placed.
+
+Correlation ids are scoped to their process, and every join here is on ``(rank, corr)``: a
+capture of several processes has one rank per process from the time it is loaded
+(:func:`tracekit.parsers.processes.scope_ranks`), so that key is the process's too.
 """
 
 from __future__ import annotations
@@ -124,7 +128,8 @@ def placement_counts(work: pl.DataFrame) -> dict[str, int]:
 def _launch_key(calls: pl.LazyFrame, work: pl.DataFrame) -> pl.Expr:
     """One integer per (rank, correlation id), ``rank * span + corr``, where the ids allow
     it (one key hashes and joins in a fraction of the time and memory of two); else the
-    pair as a struct."""
+    pair as a struct. A rank is one process (correlation ids repeat across processes);
+    host-only processes' rank -1 gives keys below every device process's."""
     rank = pl.col("rank").fill_null(0).cast(pl.Int64)
     bounds = [pl.col("corr").min().alias("low"), pl.col("corr").max().alias("high"),
               rank.max().alias("ranks")]  # fmt: skip

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from tracekit.errors import TraceError
@@ -90,6 +91,7 @@ def _read_file(
     table = result.table
     if len(table):
         meta["ranks"] = sorted(pa.compute.unique(table.column("rank")).to_pylist())
+    meta["rank_source"] = _rank_source(trace, rank_hint, meta["ranks"])
     timeline = _rebase(Timeline(table, meta), trace)
     if cut is not None:
         cut_short(timeline, path, cut)
@@ -136,6 +138,18 @@ def _context(
         "rank_in_args": trace.distributedInfo is None,
     }
     return meta, options
+
+
+def _rank_source(trace: Any, rank_hint: int | None, ranks: list[int]) -> str | None:
+    """Where the ranks of a file came from (:data:`tracekit.parsers.processes.RANK_SOURCES`):
+    ``distributedInfo``, a ``rank`` in the events' args (merged traces), the file's name; None
+    when the file says nothing (one process: :func:`~tracekit.parsers.processes.scope_ranks`
+    records ``none``)."""
+    if trace.distributedInfo:
+        return "distributedInfo"
+    if ranks != [0 if rank_hint is None else rank_hint]:
+        return "event args"
+    return None if rank_hint is None else "file name"
 
 
 def _read_text(
@@ -262,6 +276,13 @@ def _metadata(trace: Any, path: Path) -> dict[str, Any]:
     return meta
 
 
+def _with_rank(rows: pa.Table, rank: int) -> pa.Table:
+    """``rows`` with every row's rank set to ``rank``."""
+    index = rows.schema.get_field_index("rank")
+    column = pa.array(np.full(rows.num_rows, rank, dtype=np.int32))
+    return rows.set_column(index, rows.schema.field(index), column)
+
+
 def _merge(folder: Path, timelines: list[Timeline]) -> Timeline:
     """Per-rank timelines on one clock: ts relative to the earliest origin of all ranks."""
     origin = min(t.meta["origin_ns"] or 0 for t in timelines)
@@ -276,4 +297,13 @@ def _merge(folder: Path, timelines: list[Timeline]) -> Timeline:
     meta["ranks"] = sorted({r for t in timelines for r in t.meta["ranks"]})
     meta["files"] = [t.meta["source"] for t in timelines]
     meta["warnings"] = [f"{t.meta['source']}: {w}" for t in timelines for w in t.meta["warnings"]]
+    if len(timelines) > 1 and not any(t.meta.get("rank_source") for t in timelines):
+        # no file names its rank: each file is one process, and its correlation ids are its
+        # own, so each is a rank of its own, in name order
+        tables = [_with_rank(rows, rank) for rank, rows in enumerate(tables)]
+        meta["ranks"] = list(range(len(timelines)))
+        meta["rank_source"] = "process"
+        meta["warnings"].append(
+            f"{len(timelines)} trace files record no rank; one rank per file, in name order"
+        )
     return Timeline(pa.concat_tables(tables, promote_options="permissive"), meta)

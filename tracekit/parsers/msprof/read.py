@@ -88,6 +88,9 @@ def parse(path: Path, progress: Progress | None = None, include_python: bool = F
         counts = pool.submit(mc2.summary, [f.select("kind", "args") for f in frames])
         table = to_table(frames, origin)
         meta = _metadata(path, loaded, ranks, table, warnings, counts)
+    # each output is one process: its recorded rank, else one per output in folder order
+    recorded = any(s.rank is not None for s in sources)
+    meta["rank_source"] = "hccl" if recorded else "process" if len(sources) > 1 else "none"
     meta["origin_ns"] = None if any(x.monotonic for x in loaded) else origin
     if meta["origin_ns"] is None:
         meta["clock"] = {"domain": "CLOCK_MONOTONIC_RAW", "zero_ns": origin}

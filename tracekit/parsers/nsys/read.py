@@ -56,6 +56,7 @@ def parse_sqlite(path: Path, progress: Progress | None = None) -> Timeline:
         meta["warnings"].extend(db.warnings + reader.warnings)
         if reader.rank_of_pid:
             meta["ranks"] = sorted(set(reader.rank_of_pid.values()))
+            meta["rank_source"] = "mpi"  # "MPI Rank N" thread names
             table = apply_ranks(table, reader.rank_of_pid)
         return Timeline(table, meta)
     finally:
