@@ -14,7 +14,7 @@ from tracekit.parsers.base import Parser
 
 def registry() -> list[Parser]:
     """All built-in parsers, most specific first."""
-    from tracekit.parsers import kineto, msprof, nsys, perfetto, rocprof, saved
+    from tracekit.parsers import kineto, mindie, msprof, nsys, perfetto, rocprof, saved
 
     return [
         nsys.SQLITE,
@@ -26,6 +26,7 @@ def registry() -> list[Parser]:
         rocprof.ROCPROFV3_JSON,
         rocprof.ROCPROFV3_CSV,
         rocprof.RPD_JSON,
+        mindie.MINDIE,
         msprof.MSPROF_DB,
         msprof.MSPROF,
         kineto.KINETO,

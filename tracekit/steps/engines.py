@@ -115,6 +115,53 @@ def trtllm_step(name: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     return phase_of(context, generation), tokens
 
 
+_MINDIE_TYPES = {"0": "prefill", "1": "decode", "2": "prefill", "3": "mixed"}  # plugin_trace.py
+
+
+def mindie_batch(_name: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """msServiceProfiler writes a batch in the span's args, not its name, so this reads the
+    ``args`` of the same rows: ``batch_type`` (``Prefill``, ``Decode``, ``Prefill, Decode``,
+    ``Mixed``, ``Extend``) or MindIE's ``batchType`` (0 prefill, 1 decode, 2 extend, 3
+    mixed; text in early versions), else the requests' ``iter`` in ``res_list`` (0: the
+    prefill); tokens from the requests' ``num_scheduled_tokens`` (vLLM hooks), else one per
+    request of a decode batch (``batch_size``, or the requests listed)."""
+    args = pl.concat_str(pl.col("^args$"), pl.lit(""), ignore_nulls=True)  # "" without args
+    said = pl.coalesce(
+        args.str.json_path_match("$.batch_type"), args.str.json_path_match("$.batchType")
+    )
+    text = said.str.to_lowercase()
+    named = (
+        pl.when(text.str.contains("prefill") & text.str.contains("decode"))
+        .then(pl.lit("mixed"))
+        .when(text.str.contains("mix"))
+        .then(pl.lit("mixed"))
+        .when(text.str.contains("prefill|extend"))
+        .then(pl.lit("prefill"))
+        .when(text.str.contains("decode"))
+        .then(pl.lit("decode"))
+        .otherwise(text.replace_strict(_MINDIE_TYPES, default=None, return_dtype=pl.String))
+    )
+    iters = args.str.extract_all(r'"iter"\s*:\s*\d+').list.eval(
+        pl.element().str.extract(r"(\d+)$").cast(pl.Int64)
+    )
+    prefills = iters.list.eval((pl.element() == 0).sum()).list.first()
+    decodes = iters.list.eval((pl.element() > 0).sum()).list.first()
+    phase = pl.coalesce(named, phase_of(prefills, decodes))
+    scheduled = args.str.extract_all(r'"num_scheduled_tokens=?"\s*:\s*"?\d+').list.eval(
+        pl.element().str.extract(r"(\d+)$").cast(pl.Int64)
+    )
+    size = args.str.json_path_match("$.batch_size").cast(pl.Float64, strict=False)
+    size = pl.coalesce(size, args.str.json_path_match("$.batchSize").cast(pl.Float64, strict=False))
+    requests = pl.coalesce(
+        size.cast(pl.Int64), pl.when(iters.list.len() > 0).then(iters.list.len())
+    )
+    tokens = pl.coalesce(
+        pl.when(scheduled.list.len() > 0).then(scheduled.list.sum()),
+        pl.when(phase == "decode").then(requests),
+    )
+    return phase, tokens
+
+
 ENGINE_MARKERS: tuple[EngineMarker, ...] = (
     # vLLM >= 0.26 --profiler-config.detailed_trace_annotation (TraceLens patches v0.14-0.25,
     # and TraceLens' patch of SGLang 0.5.9-0.5.12 Scheduler.run_batch): Worker.annotate_profile,
@@ -151,8 +198,10 @@ ENGINE_MARKERS: tuple[EngineMarker, ...] = (
     # TensorRT-LLM C++ executor: TrtGptModelInflightBatching::executeStep (NVTX),
     # cpp/tensorrt_llm/batch_manager/trtGptModelInflightBatching.cpp
     EngineMarker("trtllm", r"^executeStep: \d+ ctx reqs, \d+ gen reqs$", trtllm_step),
-    # MindIE / vllm-ascend through msServiceProfiler: Executor.execute_model span
-    EngineMarker("mindie", r"^modelExec$"),
+    # MindIE / vllm-ascend through msServiceProfiler: the span written once per executed
+    # batch (MindIE's modelExec; msserviceprofiler vllm_profiler/vllm_v1/model_hookers.py
+    # execute_model), its batch in the args (exporters/exporter_trace.py _process_row_to_args)
+    EngineMarker("mindie", r"^modelExec$", mindie_batch),
     # vLLM V1 custom scopes (VLLM_CUSTOM_SCOPES_FOR_PROFILING / VLLM_NVTX_SCOPES_FOR_PROFILING):
     # one "gpu_model_runner: forward" per step, gpu_model_runner.py
     EngineMarker("vllm", r"^gpu_model_runner: forward$"),
