@@ -58,6 +58,7 @@ def test_every_identity_passes_on_the_faithful_demo() -> None:
     assert [c.status for c in checks] == ["pass"] * len(checks)
     by = {c.name: c for c in checks}
     assert set(by) == {
+        "capture.complete",
         "steps.confidence",
         "steps.cover",
         "categories.sum",
@@ -158,7 +159,7 @@ def test_check_command_prints_failing_first_and_exits_one(tmp_path: Path) -> Non
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("fail steps.cover  step windows hold 85.71%")
-    assert lines[-1] == "8 checks: 1 fail, 7 pass"
+    assert lines[-1] == "9 checks: 1 fail, 7 pass, 1 skip"  # comm.unknown: no comm kernel
     data = json.loads(run_cli("check", str(path), "--json").stdout)
     assert [c["status"] for c in data["checks"]][:2] == ["fail", "pass"]
     assert run_cli("check", str(demo_paths()[0])).returncode == 0
@@ -180,9 +181,9 @@ def test_checks_show_in_summary_analyze_and_markdown(tmp_path: Path) -> None:
     for command in ("analyze", "summary"):
         out = run_cli("--no-color", command, str(path), env={"COLUMNS": "300"}).stdout
         assert out.splitlines()[0].startswith("warn comm.unknown  4 kernel name(s)")
-        assert out.splitlines()[1] == "8 checks: 1 warn, 7 pass"
+        assert out.splitlines()[1] == "9 checks: 1 warn, 8 pass"
     md = run_cli("analyze", str(path), "--format", "md").stdout
-    assert "**Checks:** 8 checks: 1 warn, 7 pass" in md and "### Checks" in md
+    assert "**Checks:** 9 checks: 1 warn, 8 pass" in md and "### Checks" in md
     assert "| ⚠ warn | comm.unknown | 4 kernel name(s)" in md
     data = json.loads(run_cli("analyze", str(path), "--json").stdout)
     assert data["checks"][0]["name"] == "comm.unknown"

@@ -13,7 +13,9 @@ import polars as pl
 from tracekit.steps.model import Steps
 
 SEVERITIES = ("error", "warning", "info")  # most severe first
-STATUSES = ("fail", "warn", "pass")  # most severe first
+STATUSES = ("fail", "warn", "pass", "skip")  # most severe first; skip: nothing to check
+QUIET = ("pass", "skip")  # statuses that need no attention (``tracekit check`` exits 0)
+NO_DEVICE = "no device work in this trace"
 
 
 def severity_rank(severity: str) -> int:
@@ -109,8 +111,9 @@ class Context:
 
 @dataclass(frozen=True)
 class Check:
-    """One verification: ``name`` (a stable id), ``status`` (``pass``/``warn``/``fail``), one
-    line of ``detail``, and the ``expected`` and ``actual`` numbers when there are any."""
+    """One verification: ``name`` (a stable id), ``status`` (``fail``/``warn``/``pass``, or
+    ``skip`` when its input is empty and it could verify nothing), one line of ``detail``, and
+    the ``expected`` and ``actual`` numbers when there are any."""
 
     name: str
     status: str
@@ -123,8 +126,13 @@ class Check:
         return asdict(self)
 
 
+def skipped(name: str, why: str = NO_DEVICE) -> Check:
+    """A check that had nothing to verify (``why``: what was missing), never a pass."""
+    return Check(name, "skip", why)
+
+
 def ordered(checks: list[Check]) -> list[Check]:
-    """Failing checks first, then warnings, then passes (each in the order made)."""
+    """Failing checks first, then warnings, passes and skipped ones (each in the order made)."""
     return sorted(checks, key=lambda c: STATUSES.index(c.status))
 
 

@@ -1,6 +1,8 @@
-"""tracekit checks its own numbers: accounting identities on every analysis
-(:mod:`.identities`) and the vendor's own summaries where the export has them
-(:mod:`.vendor`). :func:`run_checks` gives them failing first."""
+"""tracekit checks its own numbers: whether the capture holds the work the trace says was
+done (:mod:`.capture`), accounting identities on every analysis (:mod:`.identities`) and the
+vendor's own summaries where the export has them (:mod:`.vendor`). :func:`run_checks` gives
+them failing first; a check with nothing to verify (no device rows, no steps …) is ``skip``,
+never a pass."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from tracekit.checks.capture import capture_check
 from tracekit.checks.cluster import cluster_checks
 from tracekit.checks.comm import communicates, unknown_comm
 from tracekit.checks.identities import identity_checks
@@ -36,7 +39,8 @@ def run_checks(
     ``in_windows`` is the work rows cut to their step's window (made here when None);
     ``collectives`` and ``clocks`` add the cross-rank checks of a trace with several ranks."""
     labels = steps.ranges.select("rank", "step", "label")
-    checks = identity_checks(rows, work, windows, metrics, steps, meta)
+    checks = [capture_check(rows, meta)]
+    checks += identity_checks(rows, work, windows, metrics, steps, meta)
     checks.append(communicates(work, meta))
     if guessed is not None:
         checks.append(unknown_comm(guessed, work))

@@ -8,7 +8,7 @@ from typing import Any
 import polars as pl
 
 from tracekit.intervals import lengths, merge
-from tracekit.model import Check
+from tracekit.model import Check, skipped
 from tracekit.model import ns_text as _ns
 
 KEY = ["rank", "device"]
@@ -28,6 +28,8 @@ def _comm_ns(work: pl.DataFrame) -> int:
 def communicates(work: pl.DataFrame, meta: dict[str, Any]) -> Check:
     """A trace of several ranks or devices with no communication at all is suspicious: its
     collectives probably run in kernels tracekit does not know."""
+    if not work.height:
+        return skipped("comm.present")
     places = work.select(KEY).unique().height
     ranks = len(meta.get("ranks") or []) or work["rank"].n_unique()
     world = int(meta.get("world_size") or 1)
@@ -48,7 +50,11 @@ def communicates(work: pl.DataFrame, meta: dict[str, Any]) -> Check:
 def unknown_comm(guessed: pl.DataFrame, work: pl.DataFrame) -> Check:
     """Kernels that no table entry names but whose names look like communication: counted as
     communication, and listed with their time so the user can confirm them."""
+    if not work.height:
+        return skipped("comm.unknown")
     if not guessed.height:
+        if not work["is_comm"].any():
+            return skipped("comm.unknown", "no communication kernel in this trace")
         return Check("comm.unknown", "pass", "every communication kernel is a known one", 0, 0)
     ns = int(guessed["ns"].sum())
     comm = int(work.filter(pl.col("is_comm") & ~pl.col("is_part"))["dur"].sum() or 0)

@@ -9,7 +9,7 @@ from typing import Any
 import polars as pl
 
 from tracekit.intervals import lengths, merge
-from tracekit.model import Check
+from tracekit.model import Check, skipped
 from tracekit.model import ns_text as _ns
 from tracekit.steps import WORK_KINDS, Steps
 from tracekit.steps.confidence import GIANT_SHARE, GIANT_STEPS, step_shares
@@ -21,8 +21,10 @@ KEY = ["rank", "device"]
 def window_cover(work: pl.DataFrame, windows: pl.DataFrame, metrics: pl.DataFrame) -> Check:
     """The busy time inside step windows against all busy time from the first step's start
     to the last step's end (per rank and device)."""
+    if not work.height:
+        return skipped("steps.cover")
     if not windows.height:
-        return Check("steps.cover", "pass", "no step windows: nothing to cover")
+        return skipped("steps.cover", "no step windows: nothing to cover")
     span = windows.group_by(KEY).agg(_from=pl.col("start").min(), _to=pl.col("end").max())
     rows = (
         work.select(*KEY, "ts", "dur")
@@ -50,6 +52,8 @@ def categories_add_up(work: pl.DataFrame, metrics: pl.DataFrame) -> Check:
     """The per-category times of every step add up to the time of its device rows (an HCCL
     task counted once, in its collective): a row that lost its category or its step, or a
     step without metrics, breaks it."""
+    if not work.height:
+        return skipped("categories.sum")
     in_steps = pl.col("step").is_not_null() & ~pl.col("is_part")
     want = int(work.select(pl.col("dur").filter(in_steps).sum()).item() or 0)
     got = int(metrics.select(pl.sum_horizontal(pl.col("^cat_.*_ns$")).sum()).item() or 0)
@@ -61,9 +65,11 @@ def categories_add_up(work: pl.DataFrame, metrics: pl.DataFrame) -> Check:
 def no_giant_step(work: pl.DataFrame, steps: Steps) -> Check:
     """With four or more steps of one phase, none holds more than half of their device time
     (a failure for decode steps, a warning where the phase is not known)."""
+    if not work.height:
+        return skipped("steps.giant")
     per = step_shares(work, steps).filter(pl.col("steps") >= GIANT_STEPS)
     if not per.height:
-        return Check("steps.giant", "pass", f"fewer than {GIANT_STEPS} steps of one phase")
+        return skipped("steps.giant", f"fewer than {GIANT_STEPS} steps of one phase")
     # ties (alike decode steps) go to the first step, so the detail is the same every run
     top = per.sort(["share", "rank", "step"], descending=[True, False, False]).row(0, named=True)
     # Decode steps are alike, so a giant one is a segmentation error; among steps of unknown
@@ -81,6 +87,8 @@ def no_giant_step(work: pl.DataFrame, steps: Steps) -> Check:
 
 def placement(work: pl.DataFrame) -> Check:
     """Device rows placed by host time only (they may sit a step late)."""
+    if not work.height:
+        return skipped("steps.placement")
     total = int(work["dur"].sum() or 0)
     host = pl.col("placed") == "host_time" if "placed" in work.columns else pl.lit(False)
     count, ns = work.select(host.sum().alias("rows"), pl.col("dur").filter(host).sum()).row(0)
@@ -101,6 +109,8 @@ def device_index(rows: pl.DataFrame) -> Check:
     total, missing = rows.select(
         device.sum().alias("rows"), (device & pl.col("device").is_null()).sum().alias("missing")
     ).row(0)
+    if not total:
+        return skipped("rows.device")
     if not missing:
         return Check("rows.device", "pass", "every device row names its device", 0, 0)
     detail = (

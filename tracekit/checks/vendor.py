@@ -25,7 +25,8 @@ import polars as pl
 
 from tracekit.intervals import intersect, lengths, merge, subtract
 from tracekit.metrics import IS_COMPUTE
-from tracekit.model import Check
+from tracekit.model import Check, skipped
+from tracekit.steps import WORK_KINDS
 
 REL = 0.01  # relative tolerance ...
 ABS_NS = 1_000  # ... or absolute, whichever is larger
@@ -122,24 +123,32 @@ def _steps_check(summary: dict[str, Any], view: pl.DataFrame, labels: pl.DataFra
     return Check(name, "fail", detail, round(want), round(got))
 
 
-def _kernels_check(summary: dict[str, Any], rows: pl.DataFrame) -> Check:
-    """Per kernel, API or copy name (or operator type): the vendor's calls and total time
-    against those of our rows of that kind."""
-    source, key = summary.get("source", "?"), summary.get("key", "name")
-    kind = summary.get("kind", "kernels")
-    name = _check_name(kind, summary)
-    kinds = {"kernels": ["kernel", "comm"], "api": ["api"], "copies": ["memcpy", "memset"]}
-    rows = rows.filter(pl.col("kind").is_in(kinds[kind]))
+SUMMARY_KINDS = {"kernels": ["kernel", "comm"], "api": ["api"], "copies": ["memcpy", "memset"]}
+
+
+def summary_counts(summary: dict[str, Any], rows: pl.DataFrame) -> pl.DataFrame:
+    """Our rows counted as a ``kernels``/``api``/``copies`` summary counts them: ``key``,
+    ``calls`` and ``total_ns`` per name (or operator type), on the summary's rank only."""
+    rows = rows.filter(pl.col("kind").is_in(SUMMARY_KINDS[summary.get("kind", "kernels")]))
     if summary.get("rank") is not None:
         rows = rows.filter(pl.col("rank") == summary["rank"])
+    key = summary.get("key", "name")
     if key == "name":
         by = pl.col("name").cast(pl.String)
         if summary.get("name_column") == "raw":  # keys as the profiler wrote them
             by = pl.coalesce(pl.col("args").str.json_path_match("$.mangled_name"), by)
     else:
         by = pl.col("args").str.json_path_match(f"$.{key}")
-    ours = rows.group_by(by.alias("key")).agg(calls=pl.len(), total_ns=pl.col("dur").sum())
-    found = {r["key"]: r for r in ours.iter_rows(named=True)}
+    return rows.group_by(by.alias("key")).agg(calls=pl.len(), total_ns=pl.col("dur").sum())
+
+
+def _kernels_check(summary: dict[str, Any], rows: pl.DataFrame) -> Check:
+    """Per kernel, API or copy name (or operator type): the vendor's calls and total time
+    against those of our rows of that kind."""
+    source, key = summary.get("source", "?"), summary.get("key", "name")
+    kind = summary.get("kind", "kernels")
+    name = _check_name(kind, summary)
+    found = {r["key"]: r for r in summary_counts(summary, rows).iter_rows(named=True)}
     worst, compared, missing = None, 0, []
     for row in summary.get("rows", []):
         if row.get("calls") is None or row.get("total_ns") is None:
@@ -174,10 +183,13 @@ def vendor_checks(
     ``in_windows``: the device rows cut to their step's window)."""
     out = []
     view = None
+    device = rows.select(pl.col("kind").is_in(list(WORK_KINDS)).any()).item()
     for summary in meta.get("summaries") or []:
         if isinstance(summary, str):
             summary = json.loads(summary)
-        if summary.get("kind") == "steps":
+        if not device and summary.get("kind") in ("steps", "kernels", "copies"):
+            out.append(skipped(_check_name(summary.get("kind"), summary)))
+        elif summary.get("kind") == "steps":
             view = vendor_view(in_windows) if view is None else view
             out.append(_steps_check(summary, view, labels))
         elif summary.get("kind") in ("kernels", "api", "copies"):

@@ -40,8 +40,13 @@ from tracekit.reports import terminal
 
 @one_line_errors
 def info(trace: TraceArg, json: JsonOpt = False, format: FormatOpt = None) -> None:
-    """Format, producer, devices, event counts per kind, streams, span and parser warnings."""
-    data = stats.info(read_trace(trace, format))
+    """Format, producer, devices, event counts per kind, streams, span and parser warnings;
+    first, whether the capture looks incomplete."""
+    from tracekit.checks.capture import capture_check, capture_note
+
+    timeline = read_trace(trace, format)
+    data = stats.info(timeline)
+    data["capture_note"] = capture_note(capture_check(timeline.df, timeline.meta))
     if json:
         print_json(data)
     else:
@@ -70,6 +75,7 @@ def summary(
         keys = ("steps", "phases", "checks", "step_metrics", "findings")
         print_json(
             {
+                "capture_note": analysis["capture_note"],
                 "low_confidence": analysis["low_confidence"],
                 **data,
                 **{k: analysis[k] for k in keys},
@@ -171,14 +177,19 @@ def check(
 ) -> None:
     """tracekit checks its own numbers: accounting identities and the vendor's summaries.
     One line per check, failing first; exit 1 when one fails, 2 on bad input."""
-    from tracekit.reports.checks_text import render_checks, tally
+    from tracekit.reports.checks_text import capture_line, render_checks, tally
 
     analysis = analysis_of(read_trace(trace, format), "", step_marker, patterns, None)
     checks = [c.to_dict() for c in analysis.checks]
+    note = {"capture_note": analysis.capture_note, "low_confidence": analysis.low_confidence}
     if json:
-        print_json({"source": analysis.timeline.meta.get("source"), "checks": checks})
+        print_json({"source": analysis.timeline.meta.get("source"), **note, "checks": checks})
     else:
-        terminal.print_renderable(Group(render_checks(checks), Text(tally(checks), style="dim")))
+        first = [line for line in (capture_line(note),) if line is not None]  # said first
+        terminal.print_renderable(
+            Group(*first, render_checks(checks), Text(tally(checks), style="dim"))
+        )
+    # a skipped check (nothing to verify) exits 0 like a pass; only a failure exits 1
     raise typer.Exit(1 if any(c["status"] == "fail" for c in checks) else 0)
 
 

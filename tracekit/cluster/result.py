@@ -17,7 +17,7 @@ from tracekit.metrics.collectives import LAUNCH_COLUMNS
 from tracekit.metrics.columns import METRIC_COLUMNS
 from tracekit.metrics.steps import phase_summary
 from tracekit.metrics.waits import align, stragglers, sync_waits
-from tracekit.model import Check, Context, Finding, ordered, ranked
+from tracekit.model import QUIET, Check, Context, Finding, ordered, ranked
 from tracekit.rules.registry import select
 
 
@@ -136,7 +136,7 @@ def merge(parts: list[Part], settings: Settings | None = None) -> ClusterAnalysi
         Check(c.name, c.status, f"{p.source}: {c.detail}", c.expected, c.actual)
         for p in parts
         for c in p.checks
-        if c.status != "pass"
+        if c.status not in QUIET
     ]
     return ClusterAnalysis(
         parts=[_part_summary(p) for p in parts],

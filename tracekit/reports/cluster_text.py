@@ -13,7 +13,7 @@ from rich.text import Text
 
 from tracekit.cluster import ClusterAnalysis
 from tracekit.metrics.steps import primary_phase
-from tracekit.model import Finding
+from tracekit.model import QUIET, Finding
 from tracekit.names import printable
 from tracekit.reports.format import fmt_ns, fmt_pct
 from tracekit.reports.markdown import md_text
@@ -111,7 +111,7 @@ def cluster_terminal(cluster: ClusterAnalysis) -> Group:
     """The cluster view as rich renderables."""
     parts: list[Any] = [Text(_headline(cluster), style="bold")]
     for check in cluster.checks:
-        if check.status != "pass":
+        if check.status not in QUIET:
             parts.append(Text(f"{check.status}: {printable(check.detail)}", style="yellow"))
     ranks = rank_table(cluster)
     if ranks.height:
@@ -150,7 +150,7 @@ def cluster_markdown(cluster: ClusterAnalysis) -> str:
     """The cluster view as Markdown (names escaped)."""
     lines = ["## Cluster", "", md_text(_headline(cluster)), ""]
     for check in cluster.checks:
-        if check.status != "pass":
+        if check.status not in QUIET:
             lines.append(f"- **{check.status}** {md_text(check.detail)}")
     ranks = rank_table(cluster)
     if ranks.height:

@@ -63,6 +63,7 @@ def overview(analysis: Analysis, label: str) -> dict[str, Any]:
         "events": len(analysis.timeline),
         "work_events": analysis.work.height,
         "span_ns": None if span[0] is None else span[1] - span[0],
+        "capture_note": analysis.capture_note,
         "low_confidence": analysis.low_confidence,
         "checks": tally(c.to_dict() for c in analysis.checks),
         "steps": steps_summary(analysis.steps, analysis.placement),

@@ -135,6 +135,7 @@ def render_markdown(analysis: dict[str, Any]) -> str:
     for f in analysis["findings"]:
         counts[f["severity"]] = counts.get(f["severity"], 0) + 1
     found = ", ".join(f"{n} {sev}" for sev, n in sorted(counts.items())) or "none"
+    capture = analysis.get("capture_note")
     note = analysis.get("low_confidence")
     warnings = [f"- {md_text(w)}" for w in steps.get("warnings") or []]
     checks = analysis.get("checks") or []
@@ -142,6 +143,7 @@ def render_markdown(analysis: dict[str, Any]) -> str:
     lines = [
         f"## tracekit: {md_text(analysis.get('source') or 'trace')}",
         "",
+        *([f"> ⚠ **{md_text(capture)}**", ""] if capture else []),
         *([f"> ⚠ **{md_text(note)}**", ""] if note else []),
         f"**{steps['count']} steps** found by {md_text(steps['method'])} "
         f"(confidence {md_text(steps['confidence'])}): {md_text(steps['detail'])}  ",

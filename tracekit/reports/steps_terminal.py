@@ -13,7 +13,7 @@ from rich.text import Text
 
 from tracekit.metrics.columns import LABELS
 from tracekit.names import printable
-from tracekit.reports.checks_text import render_checks
+from tracekit.reports.checks_text import capture_line, render_checks
 from tracekit.reports.format import (
     ADVICE_CHARS,
     STEP_TABLE,
@@ -82,10 +82,10 @@ def confidence_line(data: dict[str, Any]) -> Text | None:
 
 
 def header_lines(data: dict[str, Any]) -> list[Text]:
-    """What a reader must see first: the low-confidence line, then every check that did not
-    pass (failing first, one line each) and the checks' tally."""
+    """What a reader must see first: the incomplete-capture line, the low-confidence line,
+    then every check that did not pass (failing first, one line each) and the checks' tally."""
     checks = data.get("checks") or []
-    lines = [line for line in (confidence_line(data),) if line is not None]
+    lines = [line for line in (capture_line(data), confidence_line(data)) if line is not None]
     if checks:
         lines += list(render_checks(checks, passing=False).renderables)
     return lines

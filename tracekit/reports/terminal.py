@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tracekit.names import distinct_short_names, printable
+from tracekit.reports.checks_text import capture_line
 from tracekit.reports.format import fmt_ns, fmt_pct
 
 
@@ -72,7 +73,11 @@ def render_info(data: dict[str, Any]) -> Group:
     head.add_row("producer", _text(_producer(data.get("producer"))))
     head.add_row("events", _count(data.get("events")))
     head.add_row("span", Text(fmt_ns(data.get("span_ns"))))
-    head.add_row("ranks", _text(_joined(data.get("ranks"))))
+    source = data.get("rank_source")  # where the ranks came from (trace data or processes)
+    ranks = _joined(data.get("ranks"))
+    told = {"process": "one per process", "none": "none recorded"}.get(source, f"from {source}")
+    ranks = f"{ranks} ({told})" if source else ranks
+    head.add_row("ranks", _text(ranks))
 
     devices = _table(
         "devices",
@@ -92,7 +97,8 @@ def render_info(data: dict[str, Any]) -> Group:
     kinds = _table("events per kind", {"kind": "left", "count": "right"})
     for kind, count in data.get("events_per_kind", {}).items():
         kinds.add_row(_text(kind), _count(count))
-    return Group(head, Text(), devices, Text(), kinds, *_warnings(data.get("warnings", [])))
+    first = [line for line in (capture_line(data),) if line is not None]  # said first
+    return Group(*first, head, Text(), devices, Text(), kinds, *_warnings(data.get("warnings", [])))
 
 
 def render_summary(data: dict[str, Any], name_width: int = 60) -> Group:

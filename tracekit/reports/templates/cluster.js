@@ -9,7 +9,7 @@
   const H = DATA.header, S = DATA.series, STEPS = DATA.steps, M = DATA.metrics;
   const NS = S.label.length;
   const MAX_OPEN_INPUTS = 8;  // more inputs than this: their table is folded
-  const STATUS_ORDER = { fail: 0, warn: 1, pass: 2 };
+  const STATUS_ORDER = { fail: 0, warn: 1, pass: 2, skip: 3 };
   const CLASSES = [["communication", "#e45756"], ["compute", "#4c78a8"], ["other", "#bab0ac"]];
   const GROUP_COLOURS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b",
     "#b279a2", "#ff9da6", "#9d755d", "#79706e"];
@@ -73,7 +73,7 @@
     document.getElementById("subtitle").textContent = plural(H.ranks, "rank") + of + " · " +
       plural(H.steps, "step") + " · " + (H.format || "?") + " · " + plural(inputs, "input");
     const alerts = document.getElementById("alerts");
-    for (const c of DATA.checks.filter((x) => x.status !== "pass")) {
+    for (const c of DATA.checks.filter((x) => x.status !== "pass" && x.status !== "skip")) {
       alerts.append(el("div", { class: "alert " + c.status },
         el("span", { class: "sev sev-" + c.status, text: c.status }), el("b", { text: c.name + ": " }),
         el("span", { text: c.detail })));

@@ -386,6 +386,9 @@
     ];
     const t = table(["", ...labels], rows.map(([name, f]) => [name, ...o.map(f)]), ["text"]);
     t.classList.add("overview");
+    const captures = o.filter((x) => x.capture_note).map((x) =>  // an incomplete capture, said first
+      el("p", { class: "capture-note", text: "⚠ " + (TRACES.length > 1 ? x.label + ": " : "") + x.capture_note }));
+    document.getElementById("confidence").append(...captures);
     const notes = o.filter((x) => x.low_confidence).map((x) =>
       el("p", { class: "low-confidence", text: "⚠ " + (TRACES.length > 1 ? x.label + ": " : "") + x.low_confidence }));
     document.getElementById("confidence").append(...notes);
@@ -418,7 +421,7 @@
     });
   }
   function buildChecks() {  // failing first, one row each
-    const order = { fail: 0, warn: 1, pass: 2 };
+    const order = { fail: 0, warn: 1, pass: 2, skip: 3 };
     const box = document.getElementById("checks-list");
     TRACES.forEach((t) => {
       if (TRACES.length > 1) box.append(el("h3", { text: t.overview.label }));
