@@ -66,7 +66,7 @@ DECODED = [
     ("/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py(2911): run_batch",
      "python", None, None),
     ("ProfilerStep#7", "pytorch", None, None),
-    ("decode_step_3", "generic", None, None),
+    ("decode_step_3", "generic", "decode", None),  # named a decode step: one
     ("Iteration 4", "msprof", None, None),
 ]  # fmt: skip
 NOT_MARKERS = [

@@ -78,13 +78,20 @@ def test_graph_launches_make_steps() -> None:
 
 
 def test_idle_gaps_split_bursts_and_one_burst_is_one_window() -> None:
-    bursts = [_kernel(t, 10, None) for start in (0, 200_000, 400_000) for t in (start, start + 12)]
+    # varied kernels (one name repeated would be a micro-benchmark: one window)
+    bursts = [
+        (t, 10, "kernel", f"k{t}", 0, 7, 0, None)
+        for start in (0, 200_000, 400_000)
+        for t in (start, start + 12)
+    ]
     steps = find_steps(_df(bursts))
     assert (steps.method, steps.confidence, len(steps)) == ("gaps", "low", 3)
     assert assign(_df(bursts), steps)["step"].to_list() == [0, 0, 1, 1, 2, 2]
     single = find_steps(_df(bursts[:2]))
     assert (single.method, len(single)) == ("whole", 1)
     assert assign(_df(bursts[:2]), single)["step"].to_list() == [0, 0]
+    repeated = find_steps(_df([_kernel(t, 10, None) for t, *_ in bursts]))
+    assert (repeated.method, len(repeated)) == ("whole", 1)  # one kernel 6 times: a benchmark
 
 
 def test_gap_threshold_ignores_one_outlier() -> None:

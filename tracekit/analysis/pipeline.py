@@ -19,15 +19,14 @@ from tracekit.model import Context, ranked
 from tracekit.rules.registry import select
 from tracekit.steps import Steps, assign, find_steps, infer_phases, review, windows
 from tracekit.steps.placement import host_lead
+from tracekit.steps.workload import Workload, decide, no_stray_decode, signals
 from tracekit.taxonomy import classified, load_patterns, vendor_of
 from tracekit.timeline import Timeline
 
 
 def _kernel_phases(steps: Steps, work: pl.DataFrame) -> None:
-    """Fill the steps' missing phases from their attention kernels (they replace the period
-    method's premise that every period is a decode step)."""
-    premise = steps.phase_method == "period"
-    ranges, changed = infer_phases(steps.ranges, work, override=premise)
+    """Fill the steps' missing phases from their attention kernels."""
+    ranges, changed = infer_phases(steps.ranges, work, override=False)
     if changed:
         steps.ranges = ranges
         steps.phase_method = (
@@ -37,13 +36,18 @@ def _kernel_phases(steps: Steps, work: pl.DataFrame) -> None:
 
 def place_steps(
     rows: pl.DataFrame, meta: dict[str, Any], marker: str | None = None
-) -> tuple[Steps, pl.DataFrame]:
-    """Steps of classified rows and the device work rows placed in them: find the steps, place
-    every device row, fill phases from the kernels, take a second look at the confidence."""
-    steps = find_steps(rows, marker, meta=meta)
+) -> tuple[Steps, pl.DataFrame, Workload]:
+    """Steps of classified rows, the device work rows placed in them and the workload: read
+    what the rows show, find the steps, place every device row, fill phases from the kernels,
+    take a second look at the confidence, name the workload and its step unit."""
+    seen = signals(rows)
+    steps = find_steps(rows, marker, meta=meta, seen=seen)
     work = assign(rows, steps)
     _kernel_phases(steps, work)
-    return review(steps, work, host_lead(rows, work)), work
+    steps = review(steps, work, host_lead(rows, work))
+    workload = decide(seen, steps)
+    no_stray_decode(steps, workload)
+    return steps, work, workload
 
 
 def analyze(
@@ -63,7 +67,7 @@ def analyze(
     """
     chosen = select(rules, options)
     rows, guessed = classified(timeline.df, vendor_of(timeline.meta), load_patterns(patterns))
-    steps, work = place_steps(rows, timeline.meta, step_marker)
+    steps, work, workload = place_steps(rows, timeline.meta, step_marker)
     if timeline.meta.get("truncated") and len(steps):
         last = int(steps.ranges["step"].max())
         steps.warnings.append(
@@ -96,4 +100,5 @@ def analyze(
         checks,
         matched,
         clocks,
+        workload,
     )

@@ -9,11 +9,15 @@ from typing import Any
 
 import polars as pl
 
+from tracekit.checks.capture import NAME as CAPTURE
+from tracekit.checks.capture import capture_note
+from tracekit.metrics.requests import request_latency, request_summary
 from tracekit.metrics.steps import clipped, phase_summary
 from tracekit.metrics.streams import pair_overlap, stream_busy
 from tracekit.model import Check, Finding
 from tracekit.steps import Steps
 from tracekit.steps.placement import placement_counts
+from tracekit.steps.workload import Workload
 from tracekit.timeline import Timeline
 
 
@@ -26,7 +30,8 @@ class Analysis:
     step windows per (rank, device); ``findings`` one per pattern, ranked by impact
     (:func:`tracekit.model.ranked`); ``collectives`` every communication launch matched
     across ranks with its aligned arrival and wait (:mod:`tracekit.metrics.waits`);
-    ``clocks`` each rank's clock offset (:mod:`tracekit.metrics.clocks`).
+    ``clocks`` each rank's clock offset (:mod:`tracekit.metrics.clocks`); ``workload`` what
+    the trace is and what one of its steps is (:mod:`tracekit.steps.workload`).
     """
 
     timeline: Timeline
@@ -40,12 +45,20 @@ class Analysis:
     checks: list[Check] = field(default_factory=list)
     collectives: pl.DataFrame = field(default_factory=pl.DataFrame)
     clocks: pl.DataFrame = field(default_factory=pl.DataFrame)
+    workload: Workload = field(default_factory=lambda: Workload("unknown", "whole window", "none"))
 
     @cached_property
     def placement(self) -> dict[str, int]:
         """How many device rows were placed in steps each way (``launch``, ``export``,
         ``device_window``, ``device_time``, ``host_time``, ``none``)."""
         return placement_counts(self.work)
+
+    @property
+    def capture_note(self) -> str | None:
+        """One line saying that the capture holds only part of the work (the
+        ``capture.complete`` check warned or failed), or None: said first, before
+        :attr:`low_confidence`."""
+        return capture_note(next((c for c in self.checks if c.name == CAPTURE), None))
 
     @property
     def low_confidence(self) -> str | None:
@@ -57,6 +70,12 @@ class Analysis:
             f"low confidence: steps found by {self.steps.method}, {why}; per-step numbers may be"
             " wrong (pass --step-marker REGEX if the trace marks its steps)"
         )
+
+    @cached_property
+    def requests(self) -> pl.DataFrame:
+        """Per-request latency where the spans give it (serving traces: TTFT, TPOT; see
+        :func:`tracekit.metrics.requests.request_latency`); empty otherwise."""
+        return request_latency(self.rows)
 
     @cached_property
     def in_windows(self) -> pl.DataFrame:
@@ -77,9 +96,12 @@ class Analysis:
         """JSON-ready: how steps were found, the metrics rows and the findings."""
         return {
             "source": self.timeline.meta.get("source"),
+            "capture_note": self.capture_note,
             "low_confidence": self.low_confidence,
+            "workload": self.workload.to_dict(),
             "steps": steps_summary(self.steps, self.placement),
             "phases": phase_summary(self.step_metrics),
+            "requests": request_summary(self.requests),
             "checks": [c.to_dict() for c in self.checks],
             "rules": self.rules,
             "step_metrics": self.step_metrics.to_dicts(),

@@ -2,12 +2,17 @@
 
 1. markers: ``--step-marker REGEX``, then the serving engines' and profilers' own step
    markers (:mod:`.markers`), host ranges before their device copies; else the Step Id the
-   export gives each device row (:mod:`.exported`);
+   export gives each device row (:mod:`.exported`); else the user's own top-level ranges that
+   repeat and hold most of the device time (:mod:`.user_ranges`);
 2. graph launches, grouped per step (:mod:`.graphs`);
-3. the period of the device kernel sequence (:mod:`.period`);
-4. idle gaps between device bursts (:mod:`.gaps`);
+3. the period of the device kernel sequence (:mod:`.period`), only where the kernels show an
+   LLM generating tokens (decode attention or sampling kernels);
+4. idle gaps between device bursts (:mod:`.gaps`), only where the bursts repeat alike;
 5. else the whole trace is one window.
-Each method states its confidence; :mod:`.confidence` lowers it when the result looks wrong.
+What the rows show of the workload (:mod:`.workload`) bars the guessing methods 2-4 where
+they would invent steps: a training window without iteration markers and a micro-benchmark
+are one window. Each method states its confidence; :mod:`.confidence` lowers it when the
+result looks wrong.
 """
 
 from __future__ import annotations
@@ -23,10 +28,15 @@ from tracekit.steps.exported import export_step_ranges
 from tracekit.steps.gaps import MIN_GAP_NS, by_gaps
 from tracekit.steps.graphs import REGULAR, by_graph
 from tracekit.steps.markers import borrow_phases, find_markers, user_marker
-from tracekit.steps.model import RANGE_SCHEMA, Steps, closed
+from tracekit.steps.model import RANGE_SCHEMA, Steps, closed, kind_is, named
 from tracekit.steps.period import NOT_STEPS, SPREAD, by_period
+from tracekit.steps.user_ranges import by_user_ranges
+from tracekit.steps.workload import Signals, signals
 
 AGREE = 0.1  # graph launches and the kernels' period may differ by this share of steps
+ITERATION_SHARE = 0.75  # periods that must run an optimizer step to be training iterations
+OPTIMIZER = r"(?i)multi_tensor_apply|adam|sgd|lamb|optimizer"
+REGULAR_SPREAD = 0.5  # user ranges whose lengths spread more than this are less sure steps
 
 
 def _user(df: pl.DataFrame, marker: str) -> Steps:
@@ -43,7 +53,8 @@ def _user(df: pl.DataFrame, marker: str) -> Steps:
             "`tracekit info` lists what the trace holds"
         )
     where = "host" if host else "device"
-    return Steps("marker", "high", f"{where} ranges matching {marker!r}", ranges, not host)
+    detail = f"{where} ranges matching {marker!r}"
+    return Steps("marker", "high", detail, ranges, not host, family="user")
 
 
 def _markers(df: pl.DataFrame) -> Steps | None:
@@ -59,7 +70,8 @@ def _markers(df: pl.DataFrame) -> Steps | None:
     example = str(ranges["label"][0])
     example = example if len(example) <= 48 else example[:47] + "…"
     detail = f"{marker.family} step markers, {where} ranges such as {example!r}"
-    return Steps("marker", "high", detail, ranges, not host, "marker" if known else None)
+    phase_method = "marker" if known else None
+    return Steps("marker", "high", detail, ranges, not host, phase_method, family=marker.family)
 
 
 def _exported(df: pl.DataFrame) -> Steps | None:
@@ -67,7 +79,26 @@ def _exported(df: pl.DataFrame) -> Steps | None:
     if not ranges.height:
         return None
     detail = "the Step Id the export gives each device row (torch_npu kernel_details / db)"
-    return Steps("marker", "high", detail, ranges, by_device_time=True)
+    return Steps("marker", "high", detail, ranges, by_device_time=True, family="export")
+
+
+def _ranges(df: pl.DataFrame) -> Steps | None:
+    found = by_user_ranges(df)
+    if found is None:
+        return None
+    regular = found.spread <= REGULAR_SPREAD
+    detail = (
+        f"the user's ranges {found.example[:48]!r} ({found.per_rank} per rank, holding"
+        f" {found.cover:.0%} of the device time)"
+    )
+    steps = Steps("ranges", "high" if regular else "medium", detail, found.ranges)
+    steps.family = "user ranges"
+    if not regular:
+        steps.warnings.append(
+            f"the ranges {found.group[:48]!r} vary in length (p90 - p10 = {found.spread:.0%}"
+            " of the median)"
+        )
+    return steps
 
 
 def _graphs(df: pl.DataFrame) -> Steps | None:
@@ -114,14 +145,7 @@ def _period(df: pl.DataFrame) -> Steps | None:
         " the same place in most periods);"
         f" each step starts at {p.boundary_name[:60]!r}, found by {p.how}"
     )
-    premise = None
-    if all(x.looks_like_decode for x in periods):  # an LLM: one period is one decode step
-        premise = "period"
-        detail += "; every period is taken for a decode step"
-        ranges = ranges.with_columns(
-            phase=pl.when(~pl.col("label").is_in(NOT_STEPS)).then(pl.lit("decode"))
-        )
-    out = Steps("period", confidence, detail, ranges, by_device_time, premise)
+    out = Steps("period", confidence, detail, ranges, by_device_time)
     lengths = sorted({(x.rank, x.period) for x in periods}, key=lambda r: r[1])
     if lengths[-1][1] > lengths[0][1] * (1 + SPREAD) + 2:
         listing = ", ".join(f"rank {r}: {n}" for r, n in lengths)
@@ -135,20 +159,67 @@ def _period(df: pl.DataFrame) -> Steps | None:
     return out
 
 
+def _iterations(df: pl.DataFrame) -> Steps | None:
+    """Training iterations by the kernels' period, where nearly every period runs an
+    optimizer step (a forward pass alone repeats its layer blocks: no iteration)."""
+    steps = _period(df)
+    if steps is None:
+        return None
+    real = steps.ranges.filter(~pl.col("label").is_in(NOT_STEPS))
+    optimizer = df.filter(kind_is("kernel"))
+    optimizer = optimizer.filter(named(optimizer, OPTIMIZER)).select(
+        pl.col("rank").fill_null(0).cast(pl.Int32), at=pl.col("ts")
+    )
+    if not real.height or not optimizer.height:
+        return None
+    held = (
+        optimizer.sort("at")
+        .join_asof(
+            real.select("rank", "step", "start", "end").sort("start"),
+            left_on="at",
+            right_on="start",
+            by="rank",
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .filter(pl.col("at") < pl.col("end"))
+    )
+    share = held.select(pl.struct("rank", "step").n_unique()).item() / real.height
+    if share < ITERATION_SHARE:
+        return None
+    steps.detail += f"; {share:.0%} of the periods run an optimizer step: one iteration each"
+    return steps
+
+
 def find_steps(
     df: pl.DataFrame,
     marker: str | None = None,
     min_gap_ns: int = MIN_GAP_NS,
     meta: Mapping[str, Any] | None = None,
+    seen: Signals | None = None,
 ) -> Steps:
-    """Find decode steps in classified timeline rows (``marker``: a regex over range names
+    """Find the steps in classified timeline rows (``marker``: a regex over range names
     that overrides the built-in markers; ``meta``: the timeline's metadata, whose ``steps``
-    says whether the export names Step Ids, else every row's args are searched)."""
+    says whether the export names Step Ids, else every row's args are searched; ``seen``:
+    what the rows show of the workload, :func:`.workload.signals`, read here when None)."""
     if marker is not None:
         return _user(df, marker)
+    seen = signals(df) if seen is None else seen
     exported = meta is None or bool(meta.get("steps"))
-    methods = (_markers, _exported, _graphs, _period) if exported else (_markers, _graphs, _period)
+    methods = (_markers, _exported, _ranges) if exported else (_markers, _ranges)
     for method in methods:
+        steps = method(df)
+        if steps is not None:
+            return steps
+    if seen.is_training:
+        iterations = _iterations(df)
+        if iterations is not None:
+            return iterations
+        return _whole(df, "a training window without iteration markers: one window")
+    if seen.is_benchmark and not seen.graph_launches:
+        return _whole(df, "a micro-benchmark: its kernels' repetitions, not steps")
+    guesses = (_graphs, _period) if seen.llm_decode else (_graphs,)
+    for method in guesses:
         steps = method(df)
         if steps is not None:
             return steps
@@ -156,6 +227,11 @@ def find_steps(
     if ranges.height:
         detail = f"device bursts split at the long idle gaps (>= {min_gap_ns} ns, Otsu split)"
         return Steps("gaps", "low", detail, ranges, by_device_time=True)
+    return _whole(df, "no step markers, graph launches, repeating kernels or idle gaps: one window")
+
+
+def _whole(df: pl.DataFrame, why: str) -> Steps:
+    """The whole trace as one window per rank, and why."""
     whole = (
         df.select(
             pl.col("rank").fill_null(0).cast(pl.Int32),
@@ -171,9 +247,4 @@ def find_steps(
             tokens=pl.lit(None, pl.Int64),
         )
     )
-    return Steps(
-        "whole",
-        "none",
-        "no step markers, graph launches, repeating kernels or idle gaps: one window",
-        whole.select(list(RANGE_SCHEMA)).cast(RANGE_SCHEMA),
-    )
+    return Steps("whole", "none", why, whole.select(list(RANGE_SCHEMA)).cast(RANGE_SCHEMA))

@@ -1,7 +1,11 @@
 """Idle-gap splitting: device bursts separated by long idle gaps, each a step.
 
 Only right where the bursts are real (a benchmark that sleeps between requests, one step per
-burst); the finder warns when the split leaves one window holding most of the device time.
+burst): at least :data:`MIN_BURSTS` bursts on a rank, most of them (:data:`ALIKE`) holding
+about the same number of device rows (within :data:`ROWS_SPREAD` of the median, which is at
+least :data:`MIN_ROWS`). Uploads, set-up kernels and a cut export make bursts of every size:
+those are no steps. The finder warns when the split leaves one window holding most of the
+device time.
 """
 
 from __future__ import annotations
@@ -13,6 +17,10 @@ from tracekit.intervals import merge
 from tracekit.steps.model import WORK_KINDS, empty_ranges, kind_is, numbered
 
 MIN_GAP_NS = 20_000  # the smallest idle gap the gaps method takes for a step boundary
+MIN_BURSTS = 3
+MIN_ROWS = 2
+ROWS_SPREAD = 0.25
+ALIKE = 0.6
 
 
 def cut_size(gaps: np.ndarray, floor: int) -> int:
@@ -34,7 +42,7 @@ def cut_size(gaps: np.ndarray, floor: int) -> int:
 
 
 def by_gaps(df: pl.DataFrame, min_gap_ns: int = MIN_GAP_NS) -> pl.DataFrame:
-    """Device-time ranges of the bursts of every rank; empty when no rank has two."""
+    """Device-time ranges of the bursts of every rank; empty unless the bursts are real."""
     work = df.filter(kind_is(*WORK_KINDS))
     if work.height == 0:
         return empty_ranges()
@@ -56,10 +64,31 @@ def by_gaps(df: pl.DataFrame, min_gap_ns: int = MIN_GAP_NS) -> pl.DataFrame:
     ranges = bursts.group_by("rank", "burst").agg(
         start=pl.col("start").min(), end=pl.col("end").max()
     )
-    if ranges.group_by("rank").len()["len"].max() < 2:
+    if ranges.group_by("rank").len()["len"].max() < MIN_BURSTS or not _alike(work, ranges):
         return empty_ranges()
     ranges = ranges.sort("rank", "start").with_columns(
         end=pl.col("start").shift(-1).over("rank").fill_null(pl.col("end")),
         label=pl.format("burst {}", pl.col("burst")),
     )
     return numbered(ranges)
+
+
+def _alike(work: pl.DataFrame, bursts: pl.DataFrame) -> bool:
+    """Whether the bursts of some rank hold about the same number of device rows."""
+    starts = work.select(pl.col("rank").fill_null(0).cast(pl.Int32), "ts").sort("ts")
+    held = starts.join_asof(
+        bursts.select("rank", "burst", "start").sort("start"),
+        left_on="ts",
+        right_on="start",
+        by="rank",
+        strategy="backward",
+        check_sortedness=False,
+    )
+    rows = held.drop_nulls("burst").group_by("rank", "burst").agg(n=pl.len())
+    med = pl.col("n").median().over("rank")
+    near = ((pl.col("n") - med).abs() <= ROWS_SPREAD * med).mean().over("rank")
+    per = rows.with_columns(med=med, near=near, count=pl.len().over("rank"))
+    good = per.filter(
+        (pl.col("count") >= MIN_BURSTS) & (pl.col("med") >= MIN_ROWS) & (pl.col("near") >= ALIKE)
+    )
+    return good.height > 0

@@ -43,12 +43,17 @@ def _engine(marker: EngineMarker) -> Marker:
     return Marker(marker.engine, marker.pattern, marker.decode, marker.open_ended)
 
 
+def _says_decode(name: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """A range named a decode step is one: phase ``decode``, tokens unknown."""
+    return pl.lit("decode"), pl.lit(None, pl.Int64)
+
+
 MARKERS: tuple[Marker, ...] = (
     *(_engine(m) for m in ENGINE_MARKERS),
     Marker("pytorch", r"^ProfilerStep#\d+$"),  # torch/profiler/profiler.py: prof.step()
     # generic step ranges (NVTX / roctx / mstx), older engines' model-runner ranges
     Marker("generic", r"^(model_runner|ModelRunner)[.:_ ]*(forward|execute)"),
-    Marker("generic", r"^(decode|Decode)[ _-]?[Ss]tep"),
+    Marker("generic", r"^(decode|Decode)[ _-]?[Ss]tep", _says_decode),
     Marker("generic", r"^[Ss]tep[ _#-]?\d+$"),  # torch_npu STEP_TIME rows, user ranges
     Marker("msprof", r"^Iteration \d+$"),  # msprof Step Trace (device-side ranges)
 )

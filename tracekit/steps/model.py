@@ -30,7 +30,8 @@ class Steps:
     True when the ranges are on the device's clock (device annotations, msprof ``Iteration N``,
     period and gap methods without launch links), so rows are placed by their own time rather
     than through their launch. ``phase_method`` says where phases and tokens came from
-    (``marker``, ``export``, ``kernels`` or None); ``warnings`` what the method had to guess.
+    (``marker``, ``export``, ``kernels`` or None); ``warnings`` what the method had to guess;
+    ``family`` which markers cut the steps (an engine's, ``pytorch``, ``generic`` …).
     """
 
     method: str
@@ -40,6 +41,7 @@ class Steps:
     by_device_time: bool = False
     phase_method: str | None = None
     warnings: list[str] = field(default_factory=list)
+    family: str | None = None  # the marker family (an engine, pytorch, user ranges …)
 
     def __len__(self) -> int:
         return self.ranges.height

@@ -2,9 +2,10 @@
 
 Some attention kernels run only when a batch decodes (paged and split-KV decode kernels),
 some only when it prefills (context / extend / ragged prefill kernels); many serve both and
-say nothing. The table is ``tracekit/data/attention_phases.toml``. Per step: decode evidence
-only is ``decode``, prefill evidence only ``prefill``, both ``mixed``; weak decode evidence
-(GEMV, split-KV combine) counts only without prefill evidence.
+say nothing, unless their shapes do (:func:`one_token`: one query token per sequence). The
+table is ``tracekit/data/attention_phases.toml``. Per step: decode evidence only is
+``decode``, prefill evidence only ``prefill``, both ``mixed``; weak decode evidence (GEMV,
+split-KV combine) counts only without prefill evidence.
 """
 
 from __future__ import annotations
@@ -23,6 +24,21 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 EVIDENCE = ("decode", "weak_decode", "prefill", "mixed")
+# One query token per sequence: Ascend's FusedInferAttentionScore with a BSND query of
+# sequence length 1 (torch_npu / msprof ``Input Shapes``: "B,1,N,D;…"), the incremental branch.
+ONE_TOKEN_KERNELS = r"FusedInferAttentionScore"
+ONE_TOKEN_SHAPES = r'"input_shapes":"\d+,1,\d+,\d+;'
+
+
+def one_token(work: pl.DataFrame) -> pl.Expr:
+    """Rows of attention kernels whose query holds one token per sequence (decode)."""
+    if "args" not in work.columns:
+        return pl.lit(False)
+    names = work.get_column("name").unique().cast(pl.String).drop_nulls()
+    hits = names.filter(names.str.contains(ONE_TOKEN_KERNELS)).to_list()
+    if not hits:
+        return pl.lit(False)
+    return pl.col("name").is_in(hits) & pl.col("args").str.contains(ONE_TOKEN_SHAPES)
 
 
 @cache
@@ -50,13 +66,18 @@ def phase_evidence(names: pl.Series) -> pl.DataFrame:
 def kernel_phases(work: pl.DataFrame) -> pl.DataFrame:
     """``rank, step, phase`` for the steps whose attention kernels betray their phase."""
     evidence = phase_evidence(work["name"])
-    if not evidence.height:
+    placed = work.filter(pl.col("step").is_not_null())
+    shaped = placed.filter(one_token(placed)).select(
+        "rank", "step", *(pl.lit(k == "decode").alias(k) for k in EVIDENCE)
+    )
+    if not evidence.height and not shaped.height:
         return pl.DataFrame(schema={"rank": pl.Int32, "step": pl.Int64, "phase": pl.String})
-    rows = work.filter(
-        pl.col("step").is_not_null() & pl.col("name").is_in(evidence["name"].to_list())
-    ).select("rank", "step", name=pl.col("name").cast(pl.String))
+    rows = placed.filter(pl.col("name").is_in(evidence["name"].to_list())).select(
+        "rank", "step", name=pl.col("name").cast(pl.String)
+    )
+    named = rows.join(evidence, on="name", how="inner").drop("name")
     per = (
-        rows.join(evidence, on="name", how="inner")
+        pl.concat([named, shaped.select(named.columns)])
         .group_by("rank", "step")
         .agg(pl.col(k).any() for k in EVIDENCE)
     )
