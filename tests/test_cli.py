@@ -119,6 +119,7 @@ def test_formats_lists_every_parser() -> None:
         "rocprofv3-json",
         "rocprofv3-csv",
         "rpd-json",
+        "mindie",
         "msprof-db",
         "msprof",
         "kineto",

@@ -125,7 +125,7 @@ def test_summary_shows_steps_and_findings(trace: Path) -> None:
     data = json.loads(done.stdout)
     assert len(data["step_metrics"]) == 3 and "bubbles" in {f["rule"] for f in data["findings"]}
     text = run_cli("summary", str(trace)).stdout
-    assert "steps: 3 by marker" in text and "[bubbles]" in text
+    assert "steps (decode step): 3 by marker" in text and "[bubbles]" in text
 
 
 def test_patterns_file_on_the_command_line(trace: Path, tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ EXPECTED: dict[str, tuple[str, str, int, dict[str, int], float | None, str, str]
     # only the RCCL kernels of that run: one collective kernel repeated -> repetitions, one window
     "amd/kineto_mi300_ddp4rank_rccl_FUSED/merged_nccl_only.json.gz": (
         "whole",
-        "none",
+        "high",
         4,
         {"unknown": 4},
         1.0,
@@ -98,7 +98,7 @@ EXPECTED: dict[str, tuple[str, str, int, dict[str, int], float | None, str, str]
     # CK batched-GEMM microbenchmark: 2 kernels run 150 times -> repetitions, one window
     "amd/rocpd_db_mi300x_ck_batched_gemm_hiptrace/28_results.db": (
         "whole",
-        "none",
+        "high",
         1,
         {"unknown": 1},
         1.0,
@@ -108,7 +108,7 @@ EXPECTED: dict[str, tuple[str, str, int, dict[str, int], float | None, str, str]
     # HIP vector add: 1 kernel, 3 copies -> a single pass
     "amd/rocprof_v1_hiptrace_hip_vecadd_small/results.db": (
         "whole",
-        "none",
+        "medium",
         1,
         {"unknown": 1},
         1.0,
@@ -118,7 +118,7 @@ EXPECTED: dict[str, tuple[str, str, int, dict[str, int], float | None, str, str]
     # the same run as JSON
     "amd/rocprof_v1_hiptrace_hip_vecadd_small/results.json": (
         "whole",
-        "none",
+        "medium",
         1,
         {"unknown": 1},
         1.0,
@@ -128,7 +128,7 @@ EXPECTED: dict[str, tuple[str, str, int, dict[str, int], float | None, str, str]
     # torch.add on 3 elements: 1 kernel, 6 copies -> a single pass
     "amd/rocprof_v1_hiptrace_rocmblogs_pytorch_vecadd/results.db": (
         "whole",
-        "none",
+        "medium",
         1,
         {"unknown": 1},
         1.0,
@@ -138,7 +138,7 @@ EXPECTED: dict[str, tuple[str, str, int, dict[str, int], float | None, str, str]
     # the same run as JSON
     "amd/rocprof_v1_hiptrace_rocmblogs_pytorch_vecadd/results.json": (
         "whole",
-        "none",
+        "medium",
         1,
         {"unknown": 1},
         1.0,
@@ -338,7 +338,7 @@ EXPECTED: dict[str, tuple[str, str, int, dict[str, int], float | None, str, str]
     # 8 rows, no Step Id, each kernel once -> a single pass
     "ascend/msprof_analyze_advisor_testdata/test/resource/test.csv": (
         "whole",
-        "none",
+        "medium",
         1,
         {"unknown": 1},
         1.0,
@@ -368,7 +368,7 @@ EXPECTED: dict[str, tuple[str, str, int, dict[str, int], float | None, str, str]
     # one TileLang kernel run 3 times -> a micro-benchmark
     "ascend/neopan_tilelang_msprof_app_cann85/PROF_000001_20260605161708478_FRJKORBPFMHQMGLA": (
         "whole",
-        "none",
+        "high",
         1,
         {"unknown": 1},
         1.0,
@@ -418,7 +418,7 @@ EXPECTED: dict[str, tuple[str, str, int, dict[str, int], float | None, str, str]
     # 6 kernels on 2 streams with event syncs: one sgemm repeated -> a micro-benchmark
     "nvidia/hta-event-sync-multistream/event_sync_trace.json.gz": (
         "whole",
-        "none",
+        "high",
         1,
         {"unknown": 1},
         1.0,
@@ -438,7 +438,7 @@ EXPECTED: dict[str, tuple[str, str, int, dict[str, int], float | None, str, str]
     # 4 kernels, 2022 categories, each run once -> a single pass
     "nvidia/hta-legacy-inference-cats/inference_rank_1.json.gz": (
         "whole",
-        "none",
+        "medium",
         1,
         {"unknown": 1},
         1.0,
@@ -568,7 +568,7 @@ EXPECTED: dict[str, tuple[str, str, int, dict[str, int], float | None, str, str]
     # MPI saxpy: one kernel run 5 times -> a micro-benchmark
     "nvidia/pipit-saxpy-mpi-cuda-nsys/saxpy-mpi-cuda_nsys_perlmutter0.sqlite": (
         "whole",
-        "none",
+        "high",
         1,
         {"unknown": 1},
         1.0,

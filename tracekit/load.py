@@ -20,6 +20,9 @@ from tracekit.parsers.processes import scope_ranks
 from tracekit.timeline import Timeline
 
 
+SAVED = ("tracekit-parquet", "tracekit-arrow")  # timelines tracekit wrote itself
+
+
 def supported_formats() -> list[str]:
     """Names of every format ``load`` understands."""
     return [p.name for p in registry()]
@@ -74,7 +77,8 @@ def load(path: str | Path, format: str | None = None, progress=None) -> Timeline
         ) from exc
     if timeline.meta.get("source") is None:  # the key is always there (empty_meta)
         timeline.meta["source"] = path.name
-    timeline = scope_ranks(timeline)  # correlation ids are per process: one rank each
+    if parser.name not in SAVED:  # a saved timeline keeps its ranks and metadata as saved
+        timeline = scope_ranks(timeline)  # correlation ids are per process: one rank each
     events = timeline.stored
     demangled = demangle_events(events)
     if demangled is not events:

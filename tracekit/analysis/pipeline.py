@@ -19,7 +19,7 @@ from tracekit.model import Context, ranked
 from tracekit.rules.registry import select
 from tracekit.steps import Steps, assign, find_steps, infer_phases, review, windows
 from tracekit.steps.placement import host_lead
-from tracekit.steps.workload import Workload, decide, no_stray_decode, signals
+from tracekit.steps.workload import Workload, decide, settle, signals
 from tracekit.taxonomy import classified, load_patterns, vendor_of
 from tracekit.timeline import Timeline
 
@@ -46,7 +46,7 @@ def place_steps(
     _kernel_phases(steps, work)
     steps = review(steps, work, host_lead(rows, work))
     workload = decide(seen, steps)
-    no_stray_decode(steps, workload)
+    settle(steps, workload)
     return steps, work, workload
 
 

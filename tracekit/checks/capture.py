@@ -38,6 +38,10 @@ LAUNCHES = (
     r"|^(AscendCL@)?aclrtMemcpyAsync$"
 )
 SYNCS = r"(Stream|Device|Event|Ctx)Synchroni[sz]e|aclrtSynchroni[sz]e"
+# A stream capture's ends: launches between them on one thread are recorded, not run.
+CAPTURE_MARKS = (
+    r"^(cuda|hip)StreamBeginCapture|^(cuda|hip)StreamEndCapture|^cuStream(Begin|End)Capture"
+)
 HOLE_SHARE = 0.001  # launches without device rows among those before the last device row
 TAIL_SHARE = 0.02  # ... and after it (the stop edge): tolerated up to this share
 GRAPH_COVER = 0.7  # a waited-for graph window should be this busy at least
@@ -72,10 +76,34 @@ def _device(rows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def captured(api: pl.DataFrame, calls: pl.DataFrame) -> pl.Series:
+    """Per call of ``calls``, whether it falls inside a stream capture on its thread (between
+    ``cudaStreamBeginCapture`` / ``hipStreamBeginCapture`` and the matching ``EndCapture``):
+    such a launch is recorded into a graph and never runs, so it has no device row."""
+    marks = api.filter(named(api, CAPTURE_MARKS)).select(
+        "rank", "pid", "tid", "ts", begin=pl.col("name").str.contains("Begin")
+    )
+    if not marks.height:
+        return pl.repeat(False, calls.height, eager=True)
+    probe = calls.select("rank", "pid", "tid", "ts").with_row_index("_i").sort("ts")
+    last = probe.join_asof(
+        marks.sort("ts"),
+        on="ts",
+        by=["rank", "pid", "tid"],
+        strategy="backward",
+        check_sortedness=False,
+    )
+    inside = last.sort("_i")["begin"].fill_null(False)
+    return inside
+
+
 def _launches(api: pl.DataFrame, dev: pl.DataFrame) -> tuple[str, float, int, int] | None:
     """Launch calls without a device row: ``(detail, recorded share, launches, linked)``, or
-    None when every launch (bar a tolerated stop edge) has its rows."""
+    None when every launch (bar a tolerated stop edge) has its rows. Launches recorded into a
+    graph during a stream capture are not work that should have run (:func:`captured`)."""
     calls = api.filter(named(api, f"{LAUNCHES}|{GRAPH_LAUNCHES}") & pl.col("corr").is_not_null())
+    if calls.height:
+        calls = calls.filter(~captured(api, calls))
     if not calls.height:
         return None
     linked = dev.filter(pl.col("corr").is_not_null()).select("rank", "corr").unique()
@@ -279,7 +307,9 @@ def _checked(api: pl.DataFrame, windows: pl.DataFrame, meta: dict[str, Any]) -> 
     said = []
     calls = api.filter(named(api, f"{LAUNCHES}|{GRAPH_LAUNCHES}") & pl.col("corr").is_not_null())
     if calls.height:
-        said.append(f"every launch call has its device rows ({calls.height:,} calls)")
+        recorded = int(captured(api, calls).sum())
+        aside = f"; {recorded:,} recorded into a graph by a stream capture" if recorded else ""
+        said.append(f"every launch call has its device rows ({calls.height:,} calls{aside})")
     if windows.height:
         said.append(f"{windows.height:,} waited-for graph replay window(s) hold their device time")
     sources = {

@@ -81,6 +81,10 @@ def request_latency(rows: pl.DataFrame) -> pl.DataFrame:
     empty when the trace has no request spans."""
     if not rows.height or "args" not in rows.columns:
         return _empty()
+    # most traces hold no request span: said by the distinct names, before any row is copied
+    distinct = rows.get_column("name").unique().cast(pl.String)
+    if not distinct.is_in([*ARRIVALS, REQUEST_ROW]).any():
+        return _empty()
     host = rows.filter(pl.col("device").fill_null(-1) < 0)
     names = host.get_column("name").cast(pl.String)
     if not names.is_in(ARRIVALS).any():

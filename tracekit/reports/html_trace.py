@@ -65,6 +65,7 @@ def overview(analysis: Analysis, label: str) -> dict[str, Any]:
         "span_ns": None if span[0] is None else span[1] - span[0],
         "capture_note": analysis.capture_note,
         "low_confidence": analysis.low_confidence,
+        "workload": analysis.workload.to_dict(),
         "checks": tally(c.to_dict() for c in analysis.checks),
         "steps": steps_summary(analysis.steps, analysis.placement),
         "phases": phase_summary(metrics),

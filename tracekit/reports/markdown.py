@@ -27,6 +27,7 @@ from tracekit.reports.format import (
     steps_text,
     worst_text,
 )
+from tracekit.reports.workload_text import repetition_rows, workload_line
 
 MAX_STEP_ROWS = 40
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
@@ -128,6 +129,16 @@ def findings_table(
     return [*lines, *(["", rest] if rest else [])]
 
 
+def repetitions_table(workload: dict[str, Any] | None) -> list[str]:
+    """A micro-benchmark's kernels: count, median and spread of each (none otherwise)."""
+    rows = repetition_rows(workload)
+    if not rows:
+        return []
+    lines = ["| kernel | count | median | spread p10-p90 |", "|---|---:|---:|---:|"]
+    lines += [f"| {md_text(cut(n, 80))} | {c} | {m} | {s} |" for n, c, m, s in rows]
+    return [*lines, ""]
+
+
 def render_markdown(analysis: dict[str, Any]) -> str:
     """The analysis (``Analysis.to_dict()``) as a Markdown document."""
     steps = analysis["steps"]
@@ -135,6 +146,7 @@ def render_markdown(analysis: dict[str, Any]) -> str:
     for f in analysis["findings"]:
         counts[f["severity"]] = counts.get(f["severity"], 0) + 1
     found = ", ".join(f"{n} {sev}" for sev, n in sorted(counts.items())) or "none"
+    unit = (analysis.get("workload") or {}).get("unit", "step")
     capture = analysis.get("capture_note")
     note = analysis.get("low_confidence")
     warnings = [f"- {md_text(w)}" for w in steps.get("warnings") or []]
@@ -145,13 +157,15 @@ def render_markdown(analysis: dict[str, Any]) -> str:
         "",
         *([f"> ⚠ **{md_text(capture)}**", ""] if capture else []),
         *([f"> ⚠ **{md_text(note)}**", ""] if note else []),
-        f"**{steps['count']} steps** found by {md_text(steps['method'])} "
+        f"**Workload:** {workload_line(analysis.get('workload'), md_text).split(': ', 1)[1]}  ",
+        f"**{steps['count']} steps** ({md_text(unit)}) found by {md_text(steps['method'])} "
         f"(confidence {md_text(steps['confidence'])}): {md_text(steps['detail'])}  ",
         f"**Findings:** {found}  ",
         f"**Checks:** {tally(checks)}"
         + (f" (failing: {', '.join(md_text(c['name']) for c in failing)})" if failing else ""),
         "",
         *([*warnings, ""] if warnings else []),
+        *repetitions_table(analysis.get("workload")),
         *phase_table(analysis.get("phases") or []),
         *steps_table(analysis["step_metrics"]),
         "",

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tracekit.metrics.columns import LABELS
-from tracekit.names import printable
+from tracekit.names import distinct_short_names, printable
 from tracekit.reports.checks_text import capture_line, render_checks
 from tracekit.reports.format import (
     ADVICE_CHARS,
@@ -28,6 +28,7 @@ from tracekit.reports.format import (
     steps_text,
     worst_text,
 )
+from tracekit.reports.workload_text import repetition_rows, workload_line
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _NARROW = {"ns_per_token": "per tok"}  # headings shorter than the labels' for a terminal
@@ -83,9 +84,11 @@ def confidence_line(data: dict[str, Any]) -> Text | None:
 
 def header_lines(data: dict[str, Any]) -> list[Text]:
     """What a reader must see first: the incomplete-capture line, the low-confidence line,
-    then every check that did not pass (failing first, one line each) and the checks' tally."""
+    what the trace is (its workload and step unit), then every check that did not pass
+    (failing first, one line each) and the checks' tally."""
     checks = data.get("checks") or []
     lines = [line for line in (capture_line(data), confidence_line(data)) if line is not None]
+    lines.append(Text(printable(workload_line(data.get("workload"))), style="bold"))
     if checks:
         lines += list(render_checks(checks, passing=False).renderables)
     return lines
@@ -117,9 +120,10 @@ def render_steps(data: dict[str, Any], width: int = 200, confidence: bool = True
     wider."""
     with_bar = width >= BAR_MIN_WIDTH
     steps = data["steps"]
+    unit = (data.get("workload") or {}).get("unit", "step")
     head = Text(
-        f"steps: {steps['count']} by {steps['method']} (confidence {steps['confidence']}): "
-        f"{printable(steps['detail'])}"
+        f"steps ({unit}): {steps['count']} by {steps['method']} (confidence"
+        f" {steps['confidence']}): {printable(steps['detail'])}"
     )
     notes = [Text(f"  {printable(w)}", style="yellow") for w in steps.get("warnings") or []]
     table = Table(
@@ -142,7 +146,17 @@ def render_steps(data: dict[str, Any], width: int = 200, confidence: bool = True
             table.add_row(*[Text("…")] * (len(headings) + with_bar))
         table.add_row(*[cells[h][i] for h in headings], *([step_bar(row)] if with_bar else []))
     top = header_lines(data) if confidence else []
-    return Group(*top, head, *notes, *phase_lines(data), Text(), table)
+    work = []
+    reps = repetition_rows(data.get("workload"))
+    if reps:  # a micro-benchmark: its kernels' repetitions, not steps with bubbles
+        listing = Table(title="repetitions", title_justify="left", box=None, header_style="bold")
+        for heading in ("kernel", "count", "median", "spread p10-p90"):
+            listing.add_column(heading, justify="left" if heading == "kernel" else "right")
+        short = distinct_short_names([name for name, *_ in reps])
+        for (_, *numbers), name in zip(reps, short):
+            listing.add_row(Text(printable(name)[:80]), *numbers)
+        work += [listing, Text()]
+    return Group(*top, *work, head, *notes, *phase_lines(data), Text(), table)
 
 
 def _fitting_columns(cells: dict[str, list[Text]], width: int) -> list[str]:

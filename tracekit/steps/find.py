@@ -27,15 +27,15 @@ from tracekit.errors import TraceError
 from tracekit.steps.exported import export_step_ranges
 from tracekit.steps.gaps import MIN_GAP_NS, by_gaps
 from tracekit.steps.graphs import REGULAR, by_graph
+from tracekit.steps.iterations import ITERATION_SHARE, iteration_share
 from tracekit.steps.markers import borrow_phases, find_markers, user_marker
-from tracekit.steps.model import RANGE_SCHEMA, Steps, closed, kind_is, named
+from tracekit.steps.model import RANGE_SCHEMA, Steps, closed
 from tracekit.steps.period import NOT_STEPS, SPREAD, by_period
 from tracekit.steps.user_ranges import by_user_ranges
 from tracekit.steps.workload import Signals, signals
 
 AGREE = 0.1  # graph launches and the kernels' period may differ by this share of steps
-ITERATION_SHARE = 0.75  # periods that must run an optimizer step to be training iterations
-OPTIMIZER = r"(?i)multi_tensor_apply|adam|sgd|lamb|optimizer"
+PERIOD_NOTE_KERNELS = 200_000  # above, a one-window trace's period is not looked for
 REGULAR_SPREAD = 0.5  # user ranges whose lengths spread more than this are less sure steps
 
 
@@ -161,30 +161,11 @@ def _period(df: pl.DataFrame) -> Steps | None:
 
 def _iterations(df: pl.DataFrame) -> Steps | None:
     """Training iterations by the kernels' period, where nearly every period runs an
-    optimizer step (a forward pass alone repeats its layer blocks: no iteration)."""
+    optimizer step (:mod:`.iterations`)."""
     steps = _period(df)
     if steps is None:
         return None
-    real = steps.ranges.filter(~pl.col("label").is_in(NOT_STEPS))
-    optimizer = df.filter(kind_is("kernel"))
-    optimizer = optimizer.filter(named(optimizer, OPTIMIZER)).select(
-        pl.col("rank").fill_null(0).cast(pl.Int32), at=pl.col("ts")
-    )
-    if not real.height or not optimizer.height:
-        return None
-    held = (
-        optimizer.sort("at")
-        .join_asof(
-            real.select("rank", "step", "start", "end").sort("start"),
-            left_on="at",
-            right_on="start",
-            by="rank",
-            strategy="backward",
-            check_sortedness=False,
-        )
-        .filter(pl.col("at") < pl.col("end"))
-    )
-    share = held.select(pl.struct("rank", "step").n_unique()).item() / real.height
+    share = iteration_share(df, steps.ranges)
     if share < ITERATION_SHARE:
         return None
     steps.detail += f"; {share:.0%} of the periods run an optimizer step: one iteration each"
@@ -227,7 +208,24 @@ def find_steps(
     if ranges.height:
         detail = f"device bursts split at the long idle gaps (>= {min_gap_ns} ns, Otsu split)"
         return Steps("gaps", "low", detail, ranges, by_device_time=True)
-    return _whole(df, "no step markers, graph launches, repeating kernels or idle gaps: one window")
+    return _whole(df, _why_whole(df, seen))
+
+
+def _why_whole(df: pl.DataFrame, seen: Signals) -> str:
+    """Why the trace is one window, naming a period of the kernels that was not taken for
+    steps (looked for only where the kernels are few enough to search quickly)."""
+    plain = "no step markers, graph launches, repeating kernels or real bursts: one window"
+    if seen.llm_decode or seen.kernels > PERIOD_NOTE_KERNELS:
+        return plain
+    _, _, periods = by_period(df)
+    if not periods:
+        return plain
+    p = min(periods, key=lambda x: x.regular)
+    return (
+        f"no step markers or graph launches; the kernels repeat every {p.period} kernels"
+        f" ({len(p.starts)} times), but with no decode or iteration evidence a period is no"
+        " step (pass --step-marker REGEX if the trace marks its own): one window"
+    )
 
 
 def _whole(df: pl.DataFrame, why: str) -> Steps:

@@ -30,15 +30,17 @@ ONE_TOKEN_KERNELS = r"FusedInferAttentionScore"
 ONE_TOKEN_SHAPES = r'"input_shapes":"\d+,1,\d+,\d+;'
 
 
-def one_token(work: pl.DataFrame) -> pl.Expr:
-    """Rows of attention kernels whose query holds one token per sequence (decode)."""
+def one_token(work: pl.DataFrame) -> pl.DataFrame:
+    """The rows of attention kernels whose query holds one token per sequence (decode):
+    the kernels are picked by name first, so that only their args are searched."""
     if "args" not in work.columns:
-        return pl.lit(False)
+        return work.clear()
     names = work.get_column("name").unique().cast(pl.String).drop_nulls()
     hits = names.filter(names.str.contains(ONE_TOKEN_KERNELS)).to_list()
     if not hits:
-        return pl.lit(False)
-    return pl.col("name").is_in(hits) & pl.col("args").str.contains(ONE_TOKEN_SHAPES)
+        return work.clear()
+    rows = work.filter(pl.col("name").is_in(hits))
+    return rows.filter(pl.col("args").str.contains(ONE_TOKEN_SHAPES))
 
 
 @cache
@@ -67,7 +69,7 @@ def kernel_phases(work: pl.DataFrame) -> pl.DataFrame:
     """``rank, step, phase`` for the steps whose attention kernels betray their phase."""
     evidence = phase_evidence(work["name"])
     placed = work.filter(pl.col("step").is_not_null())
-    shaped = placed.filter(one_token(placed)).select(
+    shaped = one_token(placed).select(
         "rank", "step", *(pl.lit(k == "decode").alias(k) for k in EVIDENCE)
     )
     if not evidence.height and not shaped.height:

@@ -32,6 +32,12 @@ TRAINING_HOST = (
     r"|FullyShardedDataParallel|^FSDP::|DistributedDataParallel\.forward|^\[?DeepSpeed"
     r"|^(train|training)[ _-]?(step|iter)|backward_step|optimizer\.step"
 )
+# an optimizer's kernels (case-sensitive: "lamb" is in every lambda of an ATen kernel name)
+OPTIMIZER = r"multi_tensor_apply|[Aa]dam|ADAM|[Ss]gd|SGD|Lamb|LAMB|_lamb_|[Oo]ptimizer"
+TRAINING_LOOP = (
+    r"^Optimizer\.step#|^torch/optim/|optimizer\.step|FullyShardedDataParallel|^FSDP::"
+    r"|DistributedDataParallel\.forward|^\[?DeepSpeed"
+)
 MIN_TRAINING_ROWS = 3  # training kernels or operators needed to call the trace training
 BENCH_MAX_NAMES = 4  # a micro-benchmark runs at most this many distinct kernels ...
 BENCH_MIN_REPEATS = 50  # ... each of its main ones at least this often on a rank
@@ -45,6 +51,7 @@ class Signals:
     """What the rows show before any step is found."""
 
     training: list[str] = field(default_factory=list)  # evidence sentences, empty: none
+    optimizer: bool = False  # an optimizer step or FSDP/DDP wrapper among that evidence
     kernels: int = 0  # kernel launches (kind kernel)
     repetitions: list[dict[str, Any]] = field(default_factory=list)  # micro-benchmark only
     decode_kernels: int = 0  # rows of decode attention kernels
@@ -127,6 +134,16 @@ def _training(df: pl.DataFrame, work: pl.DataFrame) -> list[str]:
     return evidence
 
 
+def _optimizer(df: pl.DataFrame, work: pl.DataFrame) -> bool:
+    """Whether an optimizer's step (its kernels or ``Optimizer.step#``) or an FSDP/DDP
+    wrapper is in the trace: a training loop, not a layer's forward-backward benchmark."""
+    kernels = work.filter(kind_is("kernel"))
+    if kernels.height and kernels.select(named(kernels, OPTIMIZER).any()).item():
+        return True
+    host = df.filter(is_host() & kind_is("op", "range"))
+    return bool(host.height) and bool(host.select(named(host, TRAINING_LOOP).any()).item())
+
+
 def _repetitions(work: pl.DataFrame) -> list[dict[str, Any]]:
     """A micro-benchmark's kernels, or [] when the kernels are too varied or too few."""
     kernels = work.filter(kind_is("kernel"))
@@ -164,6 +181,7 @@ def signals(df: pl.DataFrame) -> Signals:
     """What the classified rows show about the workload, before any step is found."""
     work = df.filter(kind_is(*WORK_KINDS))
     out = Signals(training=_training(df, work), kernels=work.filter(kind_is("kernel")).height)
+    out.optimizer = bool(out.training) and _optimizer(df, work)
     out.repetitions = _repetitions(work)
     out.ranks = max(work["rank"].n_unique(), 1) if work.height else 1
     if work.height:
@@ -178,7 +196,7 @@ def signals(df: pl.DataFrame) -> Signals:
         # GEMV and split-KV combine kernels count as decode only without prefill evidence
         decode = pl.col("decode") | (pl.col("weak_decode") & (out.prefill_kernels == 0))
         out.decode_kernels = int(counted.filter(decode)["len"].sum() or 0)
-        out.decode_kernels += work.select(one_token(work).sum()).item() or 0
+        out.decode_kernels += one_token(work).height
         if "category" in work.columns:
             out.sampling = work.filter(pl.col("category").cast(pl.String) == "sampling").height
     host = df.filter(kind_is("api"))
@@ -198,15 +216,16 @@ def _per_rank(steps: Steps) -> int:
 
 def decide(found: Signals, steps: Steps) -> Workload:
     """The workload of a trace whose steps (with their phases) are ``steps``. Only ``decode``
-    and ``serving`` keep a step's phase ``decode`` (:func:`no_stray_decode` clears it
-    elsewhere)."""
+    and ``serving`` keep a step's phase ``decode`` (:func:`settle` clears it elsewhere)."""
     phases = _phases(steps)
     family = steps.family
     n = _per_rank(steps)
     counted = f"{n} {'step' if n == 1 else 'steps'} by {steps.method}"
     if found.is_training:
         unit = "whole window" if steps.method == "whole" else "iteration"
-        return Workload("training", unit, "high", [*found.training, counted])
+        # backward kernels alone may be a layer's forward-backward benchmark: less sure
+        sure = "high" if found.optimizer else "medium"
+        return Workload("training", unit, sure, [*found.training, counted])
     if family in ENGINE_FAMILIES:
         how = "high" if steps.phase_method and "marker" in steps.phase_method else "medium"
         evidence = [f"{family} engine step markers: {counted}"]
@@ -223,7 +242,8 @@ def decide(found: Signals, steps: Steps) -> Workload:
         evidence = [
             f"markers named decode steps: {counted}"
             if by_marker
-            else f"decode kernels (decode attention, GEMV, one query token a sequence) in {counted}"
+            else "decode kernels (decode attention, GEMV, one query token per sequence)"
+            f" in {counted}"
         ]
         return Workload("decode", "decode step", "high" if sure else "medium", evidence)
     if "mixed" in phases or {"prefill", "decode"} <= phases:
@@ -254,9 +274,16 @@ def decide(found: Signals, steps: Steps) -> Workload:
     return Workload("unknown", unit, "low", [counted, "nothing says what a step is"])
 
 
-def no_stray_decode(steps: Steps, workload: Workload) -> None:
-    """Clear the phase ``decode`` of the steps of a workload that is no LLM serving (a
-    training loop's attention kernels may look like decode ones), with a warning."""
+def settle(steps: Steps, workload: Workload) -> None:
+    """Make the steps agree with the workload: a whole window is the right answer for a
+    micro-benchmark or a single pass (its confidence is the workload's, not "none") and all
+    that a training window without iteration markers gives (medium), and a
+    workload that is no LLM serving keeps no step of phase ``decode`` (a training loop's
+    attention kernels may look like decode ones), with a warning."""
+    if steps.method == "whole" and workload.kind in ("microbenchmark", "single"):
+        steps.confidence = workload.confidence
+    elif steps.method == "whole" and workload.kind == "training":
+        steps.confidence = "medium"  # one window is all a training window without markers is
     if workload.kind in ("decode", "serving"):
         return
     stray = steps.ranges["phase"] == "decode"

@@ -366,7 +366,10 @@
       ["devices", (x) => x.devices.map((d) => d.index + ": " + (d.name || "?")).join(", ") || "-"],
       ["ranks", (x) => x.ranks.join(", ")], ["events", (x) => fmtInt(x.events) + " (" + fmtInt(x.work_events) + " device work)"],
       ["span", (x) => fmtNs(x.span_ns)],
-      ["steps", (x) => x.steps.count + " by " + x.steps.method + " (confidence " + x.steps.confidence + ")"],
+      ["workload", (x) => workloadText(x.workload)],
+      ["steps", (x) => x.steps.count + " " + x.workload.unit + (x.steps.count === 1 ? "" : "s") + " by " +
+        x.steps.method + " (confidence " + x.steps.confidence + ")"],
+      ...(o.some((x) => x.workload.repetitions.length) ? [["repetitions", (x) => repetitionText(x.workload)]] : []),
       ["how steps were found", (x) => x.steps.detail + (x.steps.warnings.length ? " — " + x.steps.warnings.join("; ") : "")],
       ["phases", (x) => phaseText(x)],
       ["step time median / p90 / max" , (x) => (x.step_time_phase ? x.step_time_phase + " steps: " : "") +
@@ -394,6 +397,17 @@
     document.getElementById("confidence").append(...notes);
     document.getElementById("overview-table").append(t);
     document.getElementById("subtitle").textContent = labels.join(" · ");
+  }
+  function workloadText(w) {  // what the trace is, what one step is, and why
+    const kinds = { decode: "LLM serving, decode", serving: "LLM serving with prefill",
+      runs: "runs marked by the user's ranges", training: "training", microbenchmark: "micro-benchmark",
+      single: "a single pass", unknown: "unknown" };
+    return (kinds[w.kind] || w.kind) + " (" + w.confidence + "); step unit: " + w.unit +
+      (w.evidence.length ? " — " + w.evidence.join("; ") : "");
+  }
+  function repetitionText(w) {  // a micro-benchmark's kernels: count, median, spread
+    return w.repetitions.map((r) => r.name + " ×" + fmtInt(r.count) + ", median " + fmtNs(r.median_ns) +
+      (r.spread == null ? "" : ", spread " + Math.round(r.spread * 100) + "%")).join("; ") || "-";
   }
   function phaseText(x) {  // step time per phase: a decode median never mixes prefill steps in
     if (!x.phases.length || (x.phases.length === 1 && x.phases[0].phase === "unknown")) return "unknown";

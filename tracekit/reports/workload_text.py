@@ -1,0 +1,48 @@
+"""The workload line every output shows (what the trace is, what one step is, why) and a
+micro-benchmark's repetitions, from ``Analysis.to_dict()['workload']``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tracekit.reports.format import fmt_ns
+
+KIND_TEXT = {
+    "decode": "LLM serving, decode",
+    "serving": "LLM serving with prefill",
+    "runs": "runs marked by the user's ranges",
+    "training": "training",
+    "microbenchmark": "micro-benchmark",
+    "single": "a single pass",
+    "unknown": "unknown",
+}
+MAX_REPETITIONS = 8  # kernels listed for a micro-benchmark
+
+
+def workload_line(workload: dict[str, Any] | None, clean: Callable[[str], str] = str) -> str:
+    """``workload: training (high); step unit: iteration — 3,950 backward … kernels``;
+    ``clean`` escapes the trace-provided evidence for the output's markup."""
+    if not workload:
+        return "workload: unknown; step unit: whole window"
+    kind = KIND_TEXT.get(workload["kind"], workload["kind"])
+    head = f"workload: {kind} ({workload['confidence']}); step unit: {workload['unit']}"
+    evidence = "; ".join(workload.get("evidence") or [])
+    return f"{head} — {clean(evidence)}" if evidence else head
+
+
+def repetition_rows(workload: dict[str, Any] | None) -> list[tuple[str, str, str, str]]:
+    """A micro-benchmark's kernels as (name, count, median, spread) texts; [] otherwise."""
+    rows = (workload or {}).get("repetitions") or []
+    out = []
+    for row in rows[:MAX_REPETITIONS]:
+        spread = row.get("spread")
+        out.append(
+            (
+                str(row["name"]),
+                f"{row['count']:,}",
+                fmt_ns(row.get("median_ns")),
+                "-" if spread is None else f"{spread:.0%}",
+            )
+        )
+    return out
