@@ -247,7 +247,8 @@ def test_launches_recorded_by_a_stream_capture_are_not_missing_work() -> None:
     }
     timeline = Timeline(build_table(columns), {"format": "test"})
     check = capture_check(timeline.df, timeline.meta)
-    assert check.status == "warn" and "1 of 2 launch calls come after the last device" in check.detail
+    assert check.status == "warn"
+    assert "1 of 2 launch calls come after the last device" in check.detail
     whole = [*columns["corr"]]
     columns["ts"].append(310_000)  # the second launch's kernel ran too: nothing is missing
     for key, value in (("dur", 5_000), ("kind", "kernel"), ("name", "k"), ("device", 0),

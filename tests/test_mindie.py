@@ -41,7 +41,7 @@ def _steps(path: Path) -> list[dict]:
 def test_trace_is_host_only_service_spans(trace: Path) -> None:
     timeline = load(trace)
     df = timeline.df
-    assert timeline.meta["format"] == "mindie_service"
+    assert timeline.meta["format"] == "mindie"
     assert timeline.meta["producer"]["name"] == "MindIE msServiceProfiler"
     assert "no device work" in timeline.meta["warnings"][0]
     assert set(df["device"].unique().to_list()) == {-1}
@@ -102,7 +102,7 @@ def test_request_latency_equals_truth(trace: Path) -> None:
 def test_csvs_and_their_folder(tmp_path: Path) -> None:
     batch, _ = writer.write_csvs(tmp_path)
     timeline = load(batch)
-    assert timeline.meta["format"] == "mindie_service"
+    assert timeline.meta["format"] == "mindie"
     assert any("batches and requests only" in w for w in timeline.meta["warnings"])
     assert _steps(batch) == writer.truth()["steps"]
     latency = request_latency(timeline.df)
@@ -119,14 +119,14 @@ def test_csvs_and_their_folder(tmp_path: Path) -> None:
 
 def test_sniffed_as_mindie_not_kineto(trace: Path) -> None:
     assert not kineto.sniff(Probe(trace))
-    assert load(trace).meta["format"] == "mindie_service"
+    assert load(trace).meta["format"] == "mindie"
 
 
 def test_cli_info_and_analyze_json(trace: Path) -> None:
     runner = CliRunner()
     info = runner.invoke(app, ["info", str(trace)])
     assert info.exit_code == 0, info.output
-    assert "mindie_service" in info.output and "msServiceProfiler" in info.output
+    assert "mindie" in info.output and "msServiceProfiler" in info.output
     result = runner.invoke(app, ["analyze", str(trace), "--format", "json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -171,7 +171,7 @@ def test_unrecognised_names_the_parser_option(tmp_path: Path) -> None:
 def test_real_sample() -> None:
     assert sha256(REAL) == REAL_SHA256
     timeline = load(REAL)
-    assert timeline.meta["format"] == "mindie_service"
+    assert timeline.meta["format"] == "mindie"
     assert timeline.meta["origin_ns"] == 1727940490718339000
     analysis = analyze(timeline)
     ranges = analysis.steps.ranges
@@ -206,3 +206,16 @@ def test_merged_msprof_events_are_left_out_with_a_warning(tmp_path: Path) -> Non
         "1 events of an msprof" in w and "Ascend Hardware" in w for w in timeline.meta["warnings"]
     )
     assert _steps(path) == writer.truth()["steps"]
+
+
+def test_a_folder_without_its_files_and_unreadable_times_are_one_line(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(TraceError) as exc:
+        load(empty, format="mindie")
+    one_line(exc, "holds no msServiceProfiler output", "chrome_tracing.json")
+    bad = tmp_path / "request.csv"
+    bad.write_text("http_rid,recv_token_size,start_time\n1,10,abc\n")
+    with pytest.raises(TraceError) as exc:
+        load(bad, format="mindie")
+    one_line(exc, "holds no msServiceProfiler spans with times")

@@ -230,3 +230,17 @@ def test_merged_kineto_ranks_from_event_args() -> None:
     assert timeline.meta["rank_source"] == "event args"
     kernels = timeline.df.filter(pl.col("kind") == "kernel").group_by("rank").len().sort("rank")
     assert kernels["rank"].to_list() == [0, 1, 2, 3]
+
+
+def test_a_helper_process_joins_the_rank_of_its_device() -> None:
+    """A process with a sliver of device time beside a busy one on the same GPU (an
+    autotuning subprocess, a launcher's one memset) is no rank of its own: it is counted with
+    the busy process of its device, and a warning names it."""
+    pids = [55] + [900] * 40 + [12] * 40  # 55: one kernel on device 0, beside 900's forty
+    devices = [0] + [0] * 40 + [1] * 40
+    scoped = scope_ranks(_timeline(pids, devices, "nsys-sqlite"))
+    ranks = scoped.stored.column("rank").to_pylist()
+    assert ranks == [0] + [0] * 40 + [1] * 40
+    assert scoped.meta["ranks"] == [0, 1]
+    assert [p["pid"] for p in scoped.meta["processes"]] == [900, 12]
+    assert any("pid 55 (with 900)" in w for w in scoped.meta["warnings"])

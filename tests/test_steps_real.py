@@ -182,8 +182,8 @@ EXPECTED: dict[str, tuple[str, str, int, dict[str, int], float | None, str, str]
         10,
         {"unknown": 10},
         1.0,
-        "unknown",
-        "step",
+        "training",
+        "iteration",
     ),
     # msprof db sample without steps: bursts of every size are no steps -> one window
     "ascend/msinsight_server_testdata/full_db/msprof_0.db": (

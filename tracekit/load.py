@@ -19,7 +19,6 @@ from tracekit.parsers.probe import Probe
 from tracekit.parsers.processes import scope_ranks
 from tracekit.timeline import Timeline
 
-
 SAVED = ("tracekit-parquet", "tracekit-arrow")  # timelines tracekit wrote itself
 
 

@@ -18,20 +18,28 @@ from tracekit.metrics.waits import align, sync_waits
 from tracekit.model import Context, ranked
 from tracekit.rules.registry import select
 from tracekit.steps import Steps, assign, find_steps, infer_phases, review, windows
+from tracekit.steps.phase import sampled_phases
 from tracekit.steps.placement import host_lead
-from tracekit.steps.workload import Workload, decide, settle, signals
+from tracekit.steps.workload import Signals, Workload, decide, settle, signals
 from tracekit.taxonomy import classified, load_patterns, vendor_of
 from tracekit.timeline import Timeline
 
 
-def _kernel_phases(steps: Steps, work: pl.DataFrame) -> None:
-    """Fill the steps' missing phases from their attention kernels."""
-    ranges, changed = infer_phases(steps.ranges, work, override=False)
-    if changed:
-        steps.ranges = ranges
-        steps.phase_method = (
-            "kernels" if steps.phase_method is None else f"{steps.phase_method}, kernels"
-        )
+def _kernel_phases(steps: Steps, work: pl.DataFrame, seen: Signals) -> None:
+    """Fill the steps' missing phases from their attention kernels, then, where a step is one
+    forward of the model (period, graph replay) and no training runs, from its sampling."""
+    for source in ("kernels", "sampling"):
+        if source == "kernels":
+            ranges, changed = infer_phases(steps.ranges, work, override=False)
+        elif steps.method in ("period", "graph") and not seen.is_training:
+            ranges, changed = sampled_phases(steps.ranges, work)
+        else:
+            break
+        if changed:
+            steps.ranges = ranges
+            steps.phase_method = (
+                source if steps.phase_method is None else f"{steps.phase_method}, {source}"
+            )
 
 
 def place_steps(
@@ -43,7 +51,7 @@ def place_steps(
     seen = signals(rows)
     steps = find_steps(rows, marker, meta=meta, seen=seen)
     work = assign(rows, steps)
-    _kernel_phases(steps, work)
+    _kernel_phases(steps, work, seen)
     steps = review(steps, work, host_lead(rows, work))
     workload = decide(seen, steps)
     settle(steps, workload)

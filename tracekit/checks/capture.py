@@ -66,7 +66,7 @@ def _host(rows: pl.DataFrame) -> pl.DataFrame:
         "corr",
         "ts",
         "dur",
-        name=pl.col("name").cast(pl.String),
+        "name",  # categorical: cast where few rows are left
     )
 
 
@@ -81,7 +81,7 @@ def captured(api: pl.DataFrame, calls: pl.DataFrame) -> pl.Series:
     ``cudaStreamBeginCapture`` / ``hipStreamBeginCapture`` and the matching ``EndCapture``):
     such a launch is recorded into a graph and never runs, so it has no device row."""
     marks = api.filter(named(api, CAPTURE_MARKS)).select(
-        "rank", "pid", "tid", "ts", begin=pl.col("name").str.contains("Begin")
+        "rank", "pid", "tid", "ts", begin=pl.col("name").cast(pl.String).str.contains("Begin")
     )
     if not marks.height:
         return pl.repeat(False, calls.height, eager=True)
@@ -122,6 +122,7 @@ def _launches(api: pl.DataFrame, dev: pl.DataFrame) -> tuple[str, float, int, in
         f"{name} ×{k:,}"
         for name, k in lost.group_by("name")
         .len()
+        .with_columns(pl.col("name").cast(pl.String))
         .sort("len", "name", descending=[True, False])
         .head(3)
         .iter_rows()

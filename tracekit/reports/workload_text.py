@@ -7,16 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from tracekit.reports.format import fmt_ns
+from tracekit.steps.workload import DESCRIPTIONS
 
-KIND_TEXT = {
-    "decode": "LLM serving, decode",
-    "serving": "LLM serving with prefill",
-    "runs": "runs marked by the user's ranges",
-    "training": "training",
-    "microbenchmark": "micro-benchmark",
-    "single": "a single pass",
-    "unknown": "unknown",
-}
 MAX_REPETITIONS = 8  # kernels listed for a micro-benchmark
 
 
@@ -25,7 +17,7 @@ def workload_line(workload: dict[str, Any] | None, clean: Callable[[str], str] =
     ``clean`` escapes the trace-provided evidence for the output's markup."""
     if not workload:
         return "workload: unknown; step unit: whole window"
-    kind = KIND_TEXT.get(workload["kind"], workload["kind"])
+    kind = DESCRIPTIONS.get(workload["kind"], workload["kind"])
     head = f"workload: {kind} ({workload['confidence']}); step unit: {workload['unit']}"
     evidence = "; ".join(workload.get("evidence") or [])
     return f"{head} — {clean(evidence)}" if evidence else head

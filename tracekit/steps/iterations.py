@@ -23,6 +23,20 @@ def _rank() -> pl.Expr:
     return pl.col("rank").fill_null(0).cast(pl.Int32)
 
 
+def _within(times: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``times`` whose ``at`` falls inside one of ``ranges`` (``rank, start,
+    end``, disjoint per rank) of their rank, with that range's columns."""
+    found = times.sort("at").join_asof(
+        ranges.sort("start"),
+        left_on="at",
+        right_on="start",
+        by="rank",
+        strategy="backward",
+        check_sortedness=False,
+    )
+    return found.filter(pl.col("at") < pl.col("end"))
+
+
 def optimizer_kernels(df: pl.DataFrame) -> pl.DataFrame:
     """``rank, at``: the start of every kernel of an optimizer step."""
     kernels = df.filter(kind_is("kernel"))
@@ -35,20 +49,7 @@ def optimizer_kernels(df: pl.DataFrame) -> pl.DataFrame:
     calls = df.filter(kind_is("api") & pl.col("corr").is_not_null()).select(
         _rank(), "corr", at=pl.col("ts")
     )
-    inside = (
-        calls.sort("at")
-        .join_asof(
-            ranges.sort("start"),
-            left_on="at",
-            right_on="start",
-            by="rank",
-            strategy="backward",
-            check_sortedness=False,
-        )
-        .filter(pl.col("at") < pl.col("end"))
-        .select("rank", "corr")
-        .unique()
-    )
+    inside = _within(calls, ranges).select("rank", "corr").unique()
     launched = kernels.select(_rank(), "corr", at=pl.col("ts")).join(inside, on=["rank", "corr"])
     return pl.concat([by_name, launched.select("rank", "at")]).unique()
 
@@ -60,16 +61,5 @@ def iteration_share(df: pl.DataFrame, ranges: pl.DataFrame) -> float:
     optimizer = optimizer_kernels(df)
     if not real.height or not optimizer.height:
         return 0.0
-    held = (
-        optimizer.sort("at")
-        .join_asof(
-            real.select("rank", "step", "start", "end").sort("start"),
-            left_on="at",
-            right_on="start",
-            by="rank",
-            strategy="backward",
-            check_sortedness=False,
-        )
-        .filter(pl.col("at") < pl.col("end"))
-    )
+    held = _within(optimizer, real.select("rank", "step", "start", "end"))
     return held.select(pl.struct("rank", "step").n_unique()).item() / real.height

@@ -41,11 +41,6 @@ COVER = 0.9  # share of recurring names that a step period's segments hold ...
 MOST = 0.75  # ... each in at least this share of the segments ...
 PLACE = 0.1  # ... at much the same place: within this share of the segment's length
 MAX_CANDIDATES = 48
-# backward and optimizer kernels: a training step, not a decode step
-TRAINING = (
-    r"(?i)backward|_bwd|bwd_|Grad(Input|Weight|GammaBeta)|grad_(input|weight)"
-    r"|multi_tensor_apply|adam|sgd"
-)
 PRE_LABEL = "before the first period"
 POST_LABEL = "after the last period"  # a last period cut short by the end of the trace
 NOT_STEPS = (PRE_LABEL, POST_LABEL)  # windows of the period method that are not decode steps
@@ -64,14 +59,6 @@ class Period:
     starts: np.ndarray  # positions in lane where a step starts (the pre window excluded)
     regular: float  # share of steps whose kernel count is the period (within tolerance)
     cut: bool = False  # the last period is cut short by the end of the trace
-
-    @property
-    def looks_like_decode(self) -> bool:
-        """Whether the steps run attention kernels and no backward or optimizer kernels: an
-        LLM's forward, not a training loop or some other repeated work."""
-        attention = (self.lane["category"].cast(pl.String) == "attention").any()
-        names = self.lane["name"].cast(pl.String)
-        return bool(attention and not names.str.contains(TRAINING).any())
 
 
 def _tolerance(period: np.ndarray | float) -> np.ndarray | float:

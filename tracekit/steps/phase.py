@@ -108,3 +108,30 @@ def infer_phases(
     new = pl.when(pl.col("label").is_in(NOT_STEPS)).then(pl.col("phase")).otherwise(new)
     changed = int(joined.select((new.ne_missing(pl.col("phase"))).sum()).item())
     return joined.with_columns(phase=new).drop("_k"), changed
+
+
+def sampled_phases(steps_ranges: pl.DataFrame, work: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """``steps_ranges`` with ``decode`` for the steps that say no phase but run a sampling
+    kernel: where a step is one forward of the model (a period of its kernels, a graph
+    replay), sampling in it is one token per sequence, the mark of a decode step (a prefill's
+    own attention kernels would have said prefill). The load and cut-short windows stay as
+    they are; returns the ranges and how many changed."""
+    if "category" not in work.columns:
+        return steps_ranges, 0
+    sampled = (
+        work.filter(pl.col("step").is_not_null() & (pl.col("category") == "sampling"))
+        .select("rank", "step")
+        .unique()
+        .with_columns(_sampled=pl.lit(True))
+    )
+    if not sampled.height:
+        return steps_ranges, 0
+    joined = steps_ranges.join(sampled, on=["rank", "step"], how="left")
+    fill = (
+        pl.col("phase").is_null()
+        & pl.col("_sampled").fill_null(False)
+        & ~pl.col("label").is_in(NOT_STEPS)
+    )
+    changed = int(joined.select(fill.sum()).item())
+    out = joined.with_columns(phase=pl.when(fill).then(pl.lit("decode")).otherwise("phase"))
+    return out.drop("_sampled"), changed

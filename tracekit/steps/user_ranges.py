@@ -120,7 +120,11 @@ def by_user_ranges(df: pl.DataFrame) -> RangeSteps | None:
         end=pl.col("ts") + pl.col("dur"),
     ).with_columns(group=_group(pl.col("label")))
     counts = ranges.group_by("rank", "group").len().group_by("group").agg(n=pl.col("len").max())
-    repeated = counts.filter(pl.col("n") >= MIN_REPEATS).sort("n", "group").head(MAX_GROUPS)
+    repeated = (
+        counts.filter(pl.col("n") >= MIN_REPEATS)
+        .sort("n", "group", descending=[True, False])
+        .head(MAX_GROUPS)
+    )
     if not repeated.height:
         return None
     times = _Times(_row_times(df, work))

@@ -18,7 +18,7 @@ import polars as pl
 
 from tracekit.steps.graphs import GRAPH_LAUNCHES
 from tracekit.steps.model import WORK_KINDS, Steps, is_host, kind_is, named
-from tracekit.steps.period import NOT_STEPS, TRAINING
+from tracekit.steps.period import NOT_STEPS
 from tracekit.steps.phase import one_token, phase_evidence
 
 KINDS = ("decode", "serving", "runs", "training", "microbenchmark", "single", "unknown")
@@ -32,8 +32,15 @@ TRAINING_HOST = (
     r"|FullyShardedDataParallel|^FSDP::|DistributedDataParallel\.forward|^\[?DeepSpeed"
     r"|^(train|training)[ _-]?(step|iter)|backward_step|optimizer\.step"
 )
-# an optimizer's kernels (case-sensitive: "lamb" is in every lambda of an ATen kernel name)
-OPTIMIZER = r"multi_tensor_apply|[Aa]dam|ADAM|[Ss]gd|SGD|Lamb|LAMB|_lamb_|[Oo]ptimizer"
+# an optimizer's kernels (case-sensitive: "lamb" is in every lambda of an ATen kernel name,
+# "adam" in LoadAMatrix)
+OPTIMIZER = r"multi_tensor_apply|[Aa]dam[WA-Z_<(]|ADAM|[Ss]gd|SGD|Lamb|LAMB|_lamb_|[Oo]ptimizer"
+# backward kernels (PyTorch's *_backward_*, cuDNN / CUTLASS dgrad and wgrad, FlashAttention's
+# bwd) and the optimizer's: a training step, not an inference step
+TRAINING_KERNELS = (
+    r"[Bb]ackward|_bwd|bwd_|Grad(Input|Weight|GammaBeta)|grad_(input|weight)|[dw]grad"
+    f"|{OPTIMIZER}"
+)
 TRAINING_LOOP = (
     r"^Optimizer\.step#|^torch/optim/|optimizer\.step|FullyShardedDataParallel|^FSDP::"
     r"|DistributedDataParallel\.forward|^\[?DeepSpeed"
@@ -98,13 +105,8 @@ class Workload:
         """JSON-ready."""
         return asdict(self)
 
-    @property
-    def line(self) -> str:
-        """One line for every output: ``training iterations (high): 3 ProfilerStep …``."""
-        why = self.evidence[0] if self.evidence else "nothing in the trace says"
-        return f"{DESCRIPTIONS[self.kind]}, step unit: {self.unit} ({self.confidence}): {why}"
 
-
+# What each kind is called in the outputs
 DESCRIPTIONS = {
     "decode": "LLM serving, decode",
     "serving": "LLM serving with prefill",
@@ -112,7 +114,7 @@ DESCRIPTIONS = {
     "training": "training",
     "microbenchmark": "micro-benchmark",
     "single": "a single pass",
-    "unknown": "workload unknown",
+    "unknown": "unknown",
 }
 
 
@@ -120,7 +122,7 @@ def _training(df: pl.DataFrame, work: pl.DataFrame) -> list[str]:
     evidence = []
     kernels = work.filter(kind_is("kernel"))
     if kernels.height:
-        n = kernels.select(named(kernels, TRAINING).sum()).item()
+        n = kernels.select(named(kernels, TRAINING_KERNELS).sum()).item()
         if n >= MIN_TRAINING_ROWS:
             evidence.append(f"{n:,} backward or optimizer kernels")
     host = df.filter(is_host() & kind_is("op", "range", "api"))
@@ -151,13 +153,14 @@ def _repetitions(work: pl.DataFrame) -> list[dict[str, Any]]:
         return []
     ranks = max(kernels["rank"].n_unique(), 1) if "rank" in kernels.columns else 1
     per = (
-        kernels.group_by(name=pl.col("name").cast(pl.String))
+        kernels.group_by("name")  # on the categorical: only the distinct names are spelled out
         .agg(
             count=pl.len() // ranks,
             median_ns=pl.col("dur").median(),
             p10=pl.col("dur").quantile(0.1),
             p90=pl.col("dur").quantile(0.9),
         )
+        .with_columns(pl.col("name").cast(pl.String))
         .sort("count", "name", descending=[True, False])
     )
     # few names, each repeated a little, and nothing else (one kernel timed 3 times) ...
@@ -185,7 +188,7 @@ def signals(df: pl.DataFrame) -> Signals:
     out.repetitions = _repetitions(work)
     out.ranks = max(work["rank"].n_unique(), 1) if work.height else 1
     if work.height:
-        names = work.group_by(pl.col("name").cast(pl.String)).len()
+        names = work.group_by("name").len().with_columns(pl.col("name").cast(pl.String))
         kernels = work.filter(kind_is("kernel")).group_by("name").len()
         out.most_launches = int(kernels["len"].max() or 0) if kernels.height else 0
         evidence = phase_evidence(names["name"])
@@ -214,6 +217,15 @@ def _per_rank(steps: Steps) -> int:
     return int(steps.ranges.group_by("rank").len()["len"].max() or 0) if len(steps) else 0
 
 
+def _benchmark(found: Signals) -> Workload:
+    top = found.repetitions[0]
+    evidence = [
+        f"{len(found.repetitions)} kernel name(s) make up the launches;"
+        f" {top['name'][:60]!r} runs {top['count']:,} times"
+    ]
+    return Workload("microbenchmark", "repetition", "high", evidence, found.repetitions)
+
+
 def decide(found: Signals, steps: Steps) -> Workload:
     """The workload of a trace whose steps (with their phases) are ``steps``. Only ``decode``
     and ``serving`` keep a step's phase ``decode`` (:func:`settle` clears it elsewhere)."""
@@ -221,11 +233,6 @@ def decide(found: Signals, steps: Steps) -> Workload:
     family = steps.family
     n = _per_rank(steps)
     counted = f"{n} {'step' if n == 1 else 'steps'} by {steps.method}"
-    if found.is_training:
-        unit = "whole window" if steps.method == "whole" else "iteration"
-        # backward kernels alone may be a layer's forward-backward benchmark: less sure
-        sure = "high" if found.optimizer else "medium"
-        return Workload("training", unit, sure, [*found.training, counted])
     if family in ENGINE_FAMILIES:
         how = "high" if steps.phase_method and "marker" in steps.phase_method else "medium"
         evidence = [f"{family} engine step markers: {counted}"]
@@ -235,7 +242,18 @@ def decide(found: Signals, steps: Steps) -> Workload:
             listed = ", ".join(sorted(phases))
             return Workload("serving", "step", how, [*evidence, f"phases {listed}"])
         return Workload("serving", "step", "medium", [*evidence, "the batches say no phase"])
+    if found.is_training:
+        unit = "whole window" if steps.method == "whole" else "iteration"
+        # backward kernels alone may be a layer's forward-backward benchmark: less sure
+        sure = "high" if found.optimizer else "medium"
+        return Workload("training", unit, sure, [*found.training, counted])
+    if steps.method == "whole" and found.is_benchmark:
+        return _benchmark(found)
     by_marker = bool(steps.phase_method and "marker" in steps.phase_method)
+    sampled = bool(steps.phase_method and "sampling" in steps.phase_method)
+    if phases == {"decode"} and sampled and not found.decode_kernels:
+        evidence = [f"one sampling pass a step (a token per sequence per step) in {counted}"]
+        return Workload("decode", "decode step", "medium", evidence)
     if phases == {"decode"} and (found.decode_kernels or by_marker):
         # steps the trace marks itself, each a decode by its name or kernels: as sure as them
         sure = by_marker or (steps.method == "marker" and steps.confidence == "high")
@@ -255,12 +273,7 @@ def decide(found: Signals, steps: Steps) -> Workload:
             evidence.append(f"attention kernels say {', '.join(sorted(phases))}")
         return Workload("runs", "run", steps.confidence, evidence)
     if found.is_benchmark:
-        top = found.repetitions[0]
-        evidence = [
-            f"{len(found.repetitions)} kernel name(s) make up the launches;"
-            f" {top['name'][:60]!r} runs {top['count']:,} times"
-        ]
-        return Workload("microbenchmark", "repetition", "high", evidence, found.repetitions)
+        return _benchmark(found)
     if phases == {"prefill"}:
         return Workload("runs", "run", "medium", [f"prefill attention kernels in {counted}"])
     if steps.method in ("graph", "whole") and n == 1 and found.graph_launches == found.ranks:

@@ -18,7 +18,7 @@ from tracekit.parsers.mindie.trace_json import decode, events_frame
 from tracekit.parsers.probe import Probe
 from tracekit.timeline import Timeline, build_table, empty_meta
 
-FORMAT = "mindie_service"
+FORMAT = "mindie"  # the parser's name, as --parser takes it
 PRODUCER = "MindIE msServiceProfiler"
 HOST_ONLY = (
     "the trace holds no device work: msServiceProfiler records host-only service spans"
@@ -82,6 +82,11 @@ def _rows(path: Path) -> tuple[pl.DataFrame, list[str], str]:
             return (*_trace(found["trace"]), found["trace"].name)
         if "db" in found:
             return (*_database(found["db"]), found["db"].name)
+        if not found.get("batch") and not found.get("request"):
+            raise TraceError(
+                f"{path}: holds no msServiceProfiler output (chrome_tracing.json, profiler.db,"
+                " batch.csv or request.csv); pass the folder the tool wrote"
+            )
         return (*_csvs(found.get("batch"), found.get("request")), "batch.csv")
     probe = Probe(path)
     if probe.is_sqlite:
@@ -102,8 +107,12 @@ def parse(path: str | Path, progress: Progress | None = None) -> Timeline:
     if progress:
         progress("reading msServiceProfiler output")
     rows, warnings, source = _rows(path)
+    timed = rows.filter(pl.col("ts").is_not_null())
+    if timed.height < rows.height:  # a start time that is not a number (a hand-edited CSV)
+        warnings.append(f"{rows.height - timed.height:,} row(s) without a readable time left out")
+        rows = timed
     if not rows.height:
-        raise TraceError(f"{path}: holds no msServiceProfiler spans; export it again")
+        raise TraceError(f"{path}: holds no msServiceProfiler spans with times; export it again")
     origin = int(rows["ts"].min())  # type: ignore[arg-type]
     rows = rows.with_columns(ts=pl.col("ts") - origin).sort("ts", maintain_order=True)
     table = build_table({c: rows[c] for c in rows.columns if c in _COLUMNS}, rows.height)
