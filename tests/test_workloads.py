@@ -11,6 +11,7 @@ is written in.
 
 from __future__ import annotations
 
+import csv
 from collections import Counter
 from functools import cache
 from pathlib import Path
@@ -19,6 +20,7 @@ import polars as pl
 import pytest
 
 import tracekit
+from fixtures.capture import cut_torch_npu, short_rocprof_v1
 from fixtures.workloads import CASES, FORMATS, Truth, build, pairs, write
 from tracekit.timeline import WORK_KINDS
 
@@ -176,3 +178,27 @@ def test_workload_in_to_dict(folder: Path, case: str, fmt: str) -> None:
     assert set(out) == WORKLOAD_KEYS
     assert (out["kind"], out["unit"]) == (truth["kind"], truth["unit"])
     assert out["repetitions"] == [] and out["evidence"]
+
+
+def test_a_cut_export_reads_as_what_it_holds_and_says_it_is_cut(tmp_path: Path) -> None:
+    """The acceptance's cut export, in two formats: a torch_npu export whose
+    kernel_details.csv keeps its first 200 rows (op_statistic.csv counts the whole run) and a
+    rocprof v1 results.csv cut at 500 rows (results.stats.csv counts them all). Each reads as
+    the decode it holds — the Step Ids it kept, the periods it kept (the last cut short) —
+    and says first that it is cut."""
+    npu, truth = cut_torch_npu(tmp_path / "npu")
+    details = npu / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    with details.open(encoding="utf-8") as fh:
+        kept = sorted({int(row["Step Id"]) for row in csv.DictReader(fh)})
+    a = tracekit.analyze(tracekit.load(npu))
+    assert (a.workload.kind, a.workload.unit, len(a.steps)) == ("decode", "decode step", len(kept))
+    assert kept == [0, 1, 2] and a.steps.ranges["phase"].to_list() == ["decode"] * 3
+    assert a.capture_note and f"lists {truth['listed']} of them" in a.capture_note
+    assert a.to_dict()["capture_note"] == a.capture_note
+
+    v1, truth = short_rocprof_v1(tmp_path / "v1")
+    a = tracekit.analyze(tracekit.load(v1))
+    assert (a.workload.kind, a.workload.unit, len(a.steps)) == ("decode", "decode step", 8)
+    assert a.steps.ranges["phase"].to_list() == ["decode"] * 7 + [None]  # the cut-short one
+    assert a.steps.ranges["label"].to_list()[-1] == "after the last period"
+    assert a.capture_note and f"lists {truth['listed']} of them" in a.capture_note

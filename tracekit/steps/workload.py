@@ -129,7 +129,13 @@ def _training(df: pl.DataFrame, work: pl.DataFrame) -> list[str]:
     if host.height:
         hits = host.filter(named(host, TRAINING_HOST))
         if hits.height >= MIN_TRAINING_ROWS:
-            top = hits.group_by(pl.col("name").cast(pl.String)).len().sort("len").row(-1)
+            top = (
+                hits.group_by("name")
+                .len()
+                .with_columns(pl.col("name").cast(pl.String))
+                .sort("len", "name", descending=[True, False])
+                .row(0)
+            )
             evidence.append(
                 f"{hits.height:,} autograd/optimizer/FSDP host rows such as {top[0][:60]!r}"
             )
