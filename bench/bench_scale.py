@@ -122,10 +122,15 @@ def _npu_db(events: int, target: Path, started: float) -> Path:
             "CREATE TEMP TABLE tiles AS WITH RECURSIVE k(n) AS (SELECT 1 UNION ALL SELECT n + 1"
             f" FROM k WHERE n < {tiles - 1}) SELECT n FROM k"
         )
+        # an id shifts by one span in every table that holds it (a launch's connectionId in
+        # CANN_API and its task's in TASK must still match in each copy)
+        spans: dict[str, int] = {}
+        for table, _, ids in DB_TILES:
+            for c in ids:
+                top = con.execute(f"SELECT max({c}) + 1 FROM {table}").fetchone()[0] or 0
+                spans[c] = max(spans.get(c, 0), int(top))
         for table, times, ids in DB_TILES:
             columns = [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
-            spans = {c: con.execute(f"SELECT max({c}) + 1 FROM {table}").fetchone()[0] or 0
-                     for c in ids}  # fmt: skip
             shifted = [
                 f"CAST(CAST({c} AS INTEGER) + n * {span} AS TEXT)"
                 if table == "PYTORCH_API" and c in times

@@ -118,43 +118,40 @@ DESCRIPTIONS = {
 }
 
 
-def _training(df: pl.DataFrame, work: pl.DataFrame) -> list[str]:
+def _training(df: pl.DataFrame, kernels: pl.DataFrame) -> list[str]:
     evidence = []
-    kernels = work.filter(kind_is("kernel"))
     if kernels.height:
         n = kernels.select(named(kernels, TRAINING_KERNELS).sum()).item()
         if n >= MIN_TRAINING_ROWS:
             evidence.append(f"{n:,} backward or optimizer kernels")
-    host = df.filter(is_host() & kind_is("op", "range", "api"))
-    if host.height:
-        hits = host.filter(named(host, TRAINING_HOST))
-        if hits.height >= MIN_TRAINING_ROWS:
-            top = (
-                hits.group_by("name")
-                .len()
-                .with_columns(pl.col("name").cast(pl.String))
-                .sort("len", "name", descending=[True, False])
-                .row(0)
-            )
-            evidence.append(
-                f"{hits.height:,} autograd/optimizer/FSDP host rows such as {top[0][:60]!r}"
-            )
+    # only the matching host rows are copied (a Kineto trace holds millions of operators)
+    wanted = named(df, TRAINING_HOST) & is_host() & kind_is("op", "range", "api")
+    hits = df.lazy().filter(wanted).select("name").collect()
+    if hits.height >= MIN_TRAINING_ROWS:
+        top = (
+            hits.group_by("name")
+            .len()
+            .with_columns(pl.col("name").cast(pl.String))
+            .sort("len", "name", descending=[True, False])
+            .row(0)
+        )
+        evidence.append(
+            f"{hits.height:,} autograd/optimizer/FSDP host rows such as {top[0][:60]!r}"
+        )
     return evidence
 
 
-def _optimizer(df: pl.DataFrame, work: pl.DataFrame) -> bool:
+def _optimizer(df: pl.DataFrame, kernels: pl.DataFrame) -> bool:
     """Whether an optimizer's step (its kernels or ``Optimizer.step#``) or an FSDP/DDP
     wrapper is in the trace: a training loop, not a layer's forward-backward benchmark."""
-    kernels = work.filter(kind_is("kernel"))
     if kernels.height and kernels.select(named(kernels, OPTIMIZER).any()).item():
         return True
-    host = df.filter(is_host() & kind_is("op", "range"))
-    return bool(host.height) and bool(host.select(named(host, TRAINING_LOOP).any()).item())
+    wanted = named(df, TRAINING_LOOP) & is_host() & kind_is("op", "range")
+    return bool(df.select(wanted.any()).item())
 
 
-def _repetitions(work: pl.DataFrame) -> list[dict[str, Any]]:
+def _repetitions(kernels: pl.DataFrame) -> list[dict[str, Any]]:
     """A micro-benchmark's kernels, or [] when the kernels are too varied or too few."""
-    kernels = work.filter(kind_is("kernel"))
     if not kernels.height:
         return []
     ranks = max(kernels["rank"].n_unique(), 1) if "rank" in kernels.columns else 1
@@ -187,16 +184,19 @@ def _repetitions(work: pl.DataFrame) -> list[dict[str, Any]]:
 
 
 def signals(df: pl.DataFrame) -> Signals:
-    """What the classified rows show about the workload, before any step is found."""
-    work = df.filter(kind_is(*WORK_KINDS))
-    out = Signals(training=_training(df, work), kernels=work.filter(kind_is("kernel")).height)
-    out.optimizer = bool(out.training) and _optimizer(df, work)
-    out.repetitions = _repetitions(work)
+    """What the classified rows show about the workload, before any step is found (the
+    device rows are read through the few columns needed, not copied whole)."""
+    columns = [c for c in ("kind", "name", "dur", "rank", "category") if c in df.columns]
+    work = df.lazy().filter(kind_is(*WORK_KINDS)).select(columns).collect()
+    kernels = work.filter(kind_is("kernel"))
+    out = Signals(training=_training(df, kernels), kernels=kernels.height)
+    out.optimizer = bool(out.training) and _optimizer(df, kernels)
+    out.repetitions = _repetitions(kernels)
     out.ranks = max(work["rank"].n_unique(), 1) if work.height else 1
     if work.height:
         names = work.group_by("name").len().with_columns(pl.col("name").cast(pl.String))
-        kernels = work.filter(kind_is("kernel")).group_by("name").len()
-        out.most_launches = int(kernels["len"].max() or 0) if kernels.height else 0
+        launched = kernels.group_by("name").len()
+        out.most_launches = int(launched["len"].max() or 0) if launched.height else 0
         evidence = phase_evidence(names["name"])
         counted = evidence.join(names, on="name")
         out.prefill_kernels = int(
@@ -205,12 +205,10 @@ def signals(df: pl.DataFrame) -> Signals:
         # GEMV and split-KV combine kernels count as decode only without prefill evidence
         decode = pl.col("decode") | (pl.col("weak_decode") & (out.prefill_kernels == 0))
         out.decode_kernels = int(counted.filter(decode)["len"].sum() or 0)
-        out.decode_kernels += one_token(work).height
+        out.decode_kernels += one_token(df).height  # picks the kernels by name first
         if "category" in work.columns:
-            out.sampling = work.filter(pl.col("category").cast(pl.String) == "sampling").height
-    host = df.filter(kind_is("api"))
-    if host.height:
-        out.graph_launches = host.filter(named(host, GRAPH_LAUNCHES)).height
+            out.sampling = work.select((pl.col("category") == "sampling").sum()).item()
+    out.graph_launches = df.select((kind_is("api") & named(df, GRAPH_LAUNCHES)).sum()).item()
     return out
 
 
