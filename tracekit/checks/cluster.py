@@ -97,8 +97,8 @@ def collective_matching(collectives: pl.DataFrame, meta: dict[str, Any]) -> Chec
     p2p = collectives.filter(pl.col("kind") == "send_recv").height
     if p2p:
         problems.append(
-            f"{p2p:,} point-to-point launches (send/recv) are not paired: their peers are not"
-            " in the trace, so they are not counted as waits"
+            f"{p2p:,} point-to-point launches (send/recv): tracekit does not pair a send with"
+            " its receive, so they are not counted as waits"
         )
     loose = (
         collectives.filter(
