@@ -16,17 +16,17 @@ analysis). It fails when some signal says that less than half of the work was re
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from tracekit.checks.vendor import summary_counts
+from tracekit.checks.vendor import summaries, summary_counts
 from tracekit.intervals import merge
 from tracekit.model import Check
 from tracekit.steps.graphs import GRAPH_LAUNCHES
 from tracekit.steps.model import WORK_KINDS, named
+from tracekit.steps.placement import launch_key
 from tracekit.timeline import part_mask
 
 NAME = "capture.complete"
@@ -97,33 +97,23 @@ def captured(api: pl.DataFrame, calls: pl.DataFrame) -> pl.Series:
     return inside
 
 
-def _link_key(calls: pl.DataFrame, dev: pl.DataFrame) -> pl.Expr:
-    """One integer per (rank, correlation id), ``rank * span + corr``, where the ids allow
-    it (a set of integers is tested in a fraction of the time of a two-column join); else
-    the pair as a struct."""
-    bounds = [pl.col("corr").min().alias("low"), pl.col("corr").max().alias("high"),
-              pl.col("rank").max().alias("ranks")]  # fmt: skip
-    both = pl.concat([calls.select(bounds), dev.select(bounds)], how="vertical_relaxed")
-    low, high, ranks = both["low"].min(), both["high"].max(), both["ranks"].max()
-    rank = pl.col("rank").cast(pl.Int64)
-    if low is None or ranks is None or low < 0:
-        return pl.struct(rank, "corr")
-    span = int(high) + 1
-    if span * (int(ranks) + 2) >= 2**62:
-        return pl.struct(rank, "corr")
-    return (rank + 1) * span + pl.col("corr")  # rank -1 (host-only processes) stays >= 0
-
-
-def _launches(api: pl.DataFrame, dev: pl.DataFrame) -> tuple[str, float, int, int] | None:
-    """Launch calls without a device row: ``(detail, recorded share, launches, linked)``, or
-    None when every launch (bar a tolerated stop edge) has its rows. Launches recorded into a
-    graph during a stream capture are not work that should have run (:func:`captured`)."""
+def launch_calls(api: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """The launch calls that should have put work on a device, and how many others were
+    recorded into a graph during a stream capture (:func:`captured`): those never run."""
     calls = api.filter(named(api, f"{LAUNCHES}|{GRAPH_LAUNCHES}") & pl.col("corr").is_not_null())
-    if calls.height:
-        calls = calls.filter(~captured(api, calls))
+    if not calls.height:
+        return calls, 0
+    inside = captured(api, calls)
+    return calls.filter(~inside), int(inside.sum())
+
+
+def _launches(calls: pl.DataFrame, dev: pl.DataFrame) -> tuple[str, float, int, int] | None:
+    """Launch calls (:func:`launch_calls`) without a device row: ``(detail, recorded share,
+    launches, linked)``, or None when every launch (bar a tolerated stop edge) has its
+    rows."""
     if not calls.height:
         return None
-    key = _link_key(calls, dev)
+    key = launch_key(calls.lazy(), dev)
     linked = dev.select(_k=key).drop_nulls()["_k"]
     last = dev.group_by("rank").agg(last=pl.col("ts").max())
     lost = (
@@ -234,11 +224,6 @@ def _graphs(windows: pl.DataFrame) -> tuple[str, float, int, int] | None:
     return detail, busy / window, window, busy
 
 
-def summaries(meta: dict[str, Any]) -> list[dict[str, Any]]:
-    """The vendor summaries the parser kept (each a dict)."""
-    return [json.loads(s) if isinstance(s, str) else s for s in meta.get("summaries") or []]
-
-
 def _summaries(rows: pl.DataFrame, meta: dict[str, Any]) -> tuple[str, float, int, int] | None:
     """The summary whose call counts the export falls furthest short of."""
     worst = None
@@ -302,8 +287,9 @@ def _round_cut(dev: pl.DataFrame) -> str | None:
 def capture_check(rows: pl.DataFrame, meta: dict[str, Any]) -> Check:
     """``capture.complete`` of a trace's rows (timeline columns) and metadata."""
     api, dev = _host(rows), _device(rows)
+    calls, recorded = launch_calls(api)
     windows = graph_windows(api, dev)
-    found = [f for f in (_launches(api, dev), _graphs(windows), _summaries(rows, meta)) if f]
+    found = [f for f in (_launches(calls, dev), _graphs(windows), _summaries(rows, meta)) if f]
     found.sort(key=lambda f: f[1])
     notes = [n for n in (_devices(dev, meta),) if n]
     if meta.get("truncated"):
@@ -315,20 +301,21 @@ def capture_check(rows: pl.DataFrame, meta: dict[str, Any]) -> Check:
         status = "fail" if found and found[0][1] < FAIL_BELOW else "warn"
         expected, actual = (found[0][2], found[0][3]) if found else (None, None)
         return Check(NAME, status, "; ".join(details), expected, actual)
-    checked = _checked(api, windows, meta)
+    checked = _checked(calls, recorded, windows, meta)
     if not checked:
         return Check(NAME, "skip", "nothing in this trace to check the capture against")
     return Check(NAME, "pass", "; ".join(checked))
 
 
-def _checked(api: pl.DataFrame, windows: pl.DataFrame, meta: dict[str, Any]) -> list[str]:
+def _checked(
+    calls: pl.DataFrame, recorded: int, windows: pl.DataFrame, meta: dict[str, Any]
+) -> list[str]:
     """What a passing check compared, one phrase each (none when nothing)."""
     said = []
-    calls = api.filter(named(api, f"{LAUNCHES}|{GRAPH_LAUNCHES}") & pl.col("corr").is_not_null())
-    if calls.height:
-        recorded = int(captured(api, calls).sum())
+    if calls.height or recorded:
+        n = calls.height + recorded
         aside = f"; {recorded:,} recorded into a graph by a stream capture" if recorded else ""
-        said.append(f"every launch call has its device rows ({calls.height:,} calls{aside})")
+        said.append(f"every launch call has its device rows ({n:,} calls{aside})")
     if windows.height:
         said.append(f"{windows.height:,} waited-for graph replay window(s) hold their device time")
     sources = {

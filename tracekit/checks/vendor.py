@@ -176,6 +176,12 @@ def _kernels_check(summary: dict[str, Any], rows: pl.DataFrame) -> Check:
     return Check(name, "fail", detail, round(row["total_ns"]), got["total_ns"])
 
 
+def summaries(meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """The vendor summaries the parser kept in ``meta["summaries"]`` (each a dict; a saved
+    timeline may hold them as JSON text)."""
+    return [json.loads(s) if isinstance(s, str) else s for s in meta.get("summaries") or []]
+
+
 def vendor_checks(
     rows: pl.DataFrame, in_windows: pl.DataFrame, labels: pl.DataFrame, meta: dict[str, Any]
 ) -> list[Check]:
@@ -184,9 +190,7 @@ def vendor_checks(
     out = []
     view = None
     device = rows.select(pl.col("kind").is_in(list(WORK_KINDS)).any()).item()
-    for summary in meta.get("summaries") or []:
-        if isinstance(summary, str):
-            summary = json.loads(summary)
+    for summary in summaries(meta):
         if not device and summary.get("kind") in ("steps", "kernels", "copies"):
             out.append(skipped(_check_name(summary.get("kind"), summary)))
         elif summary.get("kind") == "steps":

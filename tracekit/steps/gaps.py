@@ -15,6 +15,7 @@ import polars as pl
 
 from tracekit.intervals import merge
 from tracekit.steps.model import WORK_KINDS, empty_ranges, kind_is, numbered
+from tracekit.steps.placement import step_at
 
 MIN_GAP_NS = 20_000  # the smallest idle gap the gaps method takes for a step boundary
 MIN_BURSTS = 3
@@ -64,7 +65,8 @@ def by_gaps(df: pl.DataFrame, min_gap_ns: int = MIN_GAP_NS) -> pl.DataFrame:
     ranges = bursts.group_by("rank", "burst").agg(
         start=pl.col("start").min(), end=pl.col("end").max()
     )
-    if ranges.group_by("rank").len()["len"].max() < MIN_BURSTS or not _alike(work, ranges):
+    per_rank = ranges.group_by("rank").len()["len"].max()
+    if per_rank < MIN_BURSTS or not _alike(work, ranges.with_columns(step=pl.col("burst"))):
         return empty_ranges()
     ranges = ranges.sort("rank", "start").with_columns(
         end=pl.col("start").shift(-1).over("rank").fill_null(pl.col("end")),
@@ -74,16 +76,10 @@ def by_gaps(df: pl.DataFrame, min_gap_ns: int = MIN_GAP_NS) -> pl.DataFrame:
 
 
 def _alike(work: pl.DataFrame, bursts: pl.DataFrame) -> bool:
-    """Whether the bursts of some rank hold about the same number of device rows."""
-    starts = work.select(pl.col("rank").fill_null(0).cast(pl.Int32), "ts").sort("ts")
-    held = starts.join_asof(
-        bursts.select("rank", "burst", "start").sort("start"),
-        left_on="ts",
-        right_on="start",
-        by="rank",
-        strategy="backward",
-        check_sortedness=False,
-    )
+    """Whether the bursts of some rank (``rank, step, start``) hold about the same number of
+    device rows."""
+    starts = work.select(pl.col("rank").fill_null(0).cast(pl.Int32), "ts")
+    held = starts.select("rank", burst=step_at(starts, "ts", bursts, ["rank"], ends=False))
     rows = held.drop_nulls("burst").group_by("rank", "burst").agg(n=pl.len())
     med = pl.col("n").median().over("rank")
     near = ((pl.col("n") - med).abs() <= ROWS_SPREAD * med).mean().over("rank")

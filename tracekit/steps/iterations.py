@@ -13,6 +13,7 @@ import polars as pl
 
 from tracekit.steps.model import is_host, kind_is, named
 from tracekit.steps.period import NOT_STEPS
+from tracekit.steps.placement import launch_times, step_at
 from tracekit.steps.workload import OPTIMIZER
 
 ITERATION_SHARE = 0.75  # periods that must run an optimizer step to be training iterations
@@ -23,35 +24,18 @@ def _rank() -> pl.Expr:
     return pl.col("rank").fill_null(0).cast(pl.Int32)
 
 
-def _within(times: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
-    """The rows of ``times`` whose ``at`` falls inside one of ``ranges`` (``rank, start,
-    end``, disjoint per rank) of their rank, with that range's columns."""
-    found = times.sort("at").join_asof(
-        ranges.sort("start"),
-        left_on="at",
-        right_on="start",
-        by="rank",
-        strategy="backward",
-        check_sortedness=False,
-    )
-    return found.filter(pl.col("at") < pl.col("end"))
-
-
 def optimizer_kernels(df: pl.DataFrame) -> pl.DataFrame:
-    """``rank, at``: the start of every kernel of an optimizer step."""
-    kernels = df.filter(kind_is("kernel"))
-    by_name = kernels.filter(named(kernels, OPTIMIZER)).select(_rank(), at=pl.col("ts"))
-    host = df.filter(is_host() & kind_is("range", "op"))
-    steps = host.filter(named(host, STEP_RANGES)) if host.height else host
-    if not steps.height:
-        return by_name
-    ranges = steps.select(_rank(), start=pl.col("ts"), end=pl.col("ts") + pl.col("dur"))
-    calls = df.filter(kind_is("api") & pl.col("corr").is_not_null()).select(
-        _rank(), "corr", at=pl.col("ts")
-    )
-    inside = _within(calls, ranges).select("rank", "corr").unique()
-    launched = kernels.select(_rank(), "corr", at=pl.col("ts")).join(inside, on=["rank", "corr"])
-    return pl.concat([by_name, launched.select("rank", "at")]).unique()
+    """``rank, at``: the start of every kernel of an optimizer step (named after it, or
+    launched from inside an ``Optimizer.step#`` range of its rank)."""
+    kernels = df.lazy().filter(kind_is("kernel")).select(_rank(), "name", "corr", "ts").collect()
+    of_step = named(kernels, OPTIMIZER)
+    wanted = named(df, STEP_RANGES) & is_host() & kind_is("range", "op")
+    steps = df.lazy().filter(wanted).select(_rank(), start="ts", end=pl.col("ts") + pl.col("dur"))
+    ranges = steps.collect().with_columns(step=pl.int_range(pl.len(), dtype=pl.Int64))
+    if ranges.height:
+        launched = kernels.select("rank", _launch=launch_times(df, kernels)["_launch"])
+        of_step = of_step | step_at(launched, "_launch", ranges, ["rank"], ends=True).is_not_null()
+    return kernels.filter(of_step).select("rank", at="ts")
 
 
 def iteration_share(df: pl.DataFrame, ranges: pl.DataFrame) -> float:
@@ -61,5 +45,5 @@ def iteration_share(df: pl.DataFrame, ranges: pl.DataFrame) -> float:
     optimizer = optimizer_kernels(df)
     if not real.height or not optimizer.height:
         return 0.0
-    held = _within(optimizer, real.select("rank", "step", "start", "end"))
-    return held.select(pl.struct("rank", "step").n_unique()).item() / real.height
+    held = optimizer.select("rank", step=step_at(optimizer, "at", real, ["rank"], ends=True))
+    return held.drop_nulls("step").unique().height / real.height

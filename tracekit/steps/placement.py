@@ -125,7 +125,7 @@ def placement_counts(work: pl.DataFrame) -> dict[str, int]:
     return counts
 
 
-def _launch_key(calls: pl.LazyFrame, work: pl.DataFrame) -> pl.Expr:
+def launch_key(calls: pl.LazyFrame, work: pl.DataFrame) -> pl.Expr:
     """One integer per (rank, correlation id), ``rank * span + corr``, where the ids allow
     it (one key hashes and joins in a fraction of the time and memory of two); else the
     pair as a struct. A rank is one process (correlation ids repeat across processes);
@@ -143,6 +143,22 @@ def _launch_key(calls: pl.LazyFrame, work: pl.DataFrame) -> pl.Expr:
     return pl.struct(rank, "corr")
 
 
+def launch_times(df: pl.DataFrame, work: pl.DataFrame) -> pl.DataFrame:
+    """Per row of ``work`` (in its order): its ``rank`` and ``_launch``, the start of the host
+    call of ``df`` that launched it (the first call of a repeated id; null where none)."""
+    calls = df.lazy().filter(kind_is("api") & pl.col("corr").is_not_null())
+    key = launch_key(calls, work)
+    # lazy: only the key and the time are gathered, not every column of the calls
+    launches = calls.select(_key=key, _launch=pl.col("ts")).collect()
+    if launches["_key"].n_unique() < launches.height:  # the first call of a repeated id
+        launches = launches.unique(subset="_key", keep="first")  # (order: joined below)
+    # the join on the key alone: joining the work rows would copy every column
+    linked = work.select("rank", _key=key).join(
+        launches, on="_key", how="left", maintain_order="left"
+    )
+    return linked.drop("_key")
+
+
 def assign(df: pl.DataFrame, steps: Steps) -> pl.DataFrame:
     """Device work rows of ``df`` with ``rank`` filled, a ``step`` column (null: none) and
     ``placed``: how the row was placed (:data:`PLACEMENTS`)."""
@@ -153,17 +169,7 @@ def assign(df: pl.DataFrame, steps: Steps) -> pl.DataFrame:
         exported = _export_steps(work, ranges)
         placed = _placed(("export", exported), ("device_time", by_time))
         return work.with_columns(step=pl.coalesce(exported, by_time), placed=placed)
-    calls = df.lazy().filter(kind_is("api") & pl.col("corr").is_not_null())
-    key = _launch_key(calls, work)
-    # lazy: only the key and the time are gathered, not every column of the calls
-    launches = calls.select(_key=key, _launch=pl.col("ts")).collect()
-    if launches["_key"].n_unique() < launches.height:  # the first call of a repeated id
-        launches = launches.unique(subset="_key", keep="first")  # (order: joined below)
-    # the join on the key alone: joining the work rows would copy every column
-    linked = work.select("rank", _key=key).join(
-        launches, on="_key", how="left", maintain_order="left"
-    )
-    del launches  # a column pair per launch call (6M at 10M rows): let go before the search
+    linked = launch_times(df, work)
     by_launch = step_at(linked, "_launch", ranges, ["rank"], ends=True)
     # launched, but outside every step's host range (before the first, after the last): none
     unlinked = by_launch.is_null() & linked["_launch"].is_null()

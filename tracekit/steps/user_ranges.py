@@ -22,6 +22,7 @@ import numpy as np
 import polars as pl
 
 from tracekit.steps.model import WORK_KINDS, is_host, kind_is, named, numbered, outermost
+from tracekit.steps.placement import launch_times
 
 MIN_REPEATS = 2  # ranges of one group on one rank for the group to be steps
 MIN_COVER = 0.5  # share of the device busy time their rows must hold
@@ -56,19 +57,9 @@ def _group(name: pl.Expr) -> pl.Expr:
 def _row_times(df: pl.DataFrame, work: pl.DataFrame) -> pl.DataFrame:
     """Per device work row: ``rank``, the time that places it (its launch call's start where
     one links it, else its own) and its ``dur``."""
-    rank = pl.col("rank").fill_null(0).cast(pl.Int32)
-    rows = work.select(rank, "corr", "ts", "dur")
-    if rows["corr"].null_count() == rows.height:
-        return rows.select("rank", at=pl.col("ts"), dur=pl.col("dur"))
-    calls = (
-        df.lazy()
-        .filter(kind_is("api") & pl.col("corr").is_not_null())
-        .select(rank, "corr", launch=pl.col("ts"))
-        .unique(subset=["rank", "corr"], keep="first")
-        .collect()
-    )
-    linked = rows.join(calls, on=["rank", "corr"], how="left", maintain_order="left")
-    return linked.select("rank", at=pl.coalesce("launch", "ts"), dur=pl.col("dur"))
+    work = work.with_columns(pl.col("rank").fill_null(0).cast(pl.Int32))
+    launched = launch_times(df, work)["_launch"]
+    return work.select("rank", at=pl.coalesce(launched, pl.col("ts")), dur=pl.col("dur"))
 
 
 class _Times:
@@ -108,9 +99,10 @@ def _spread(lengths: pl.Series) -> float:
 
 def by_user_ranges(df: pl.DataFrame) -> RangeSteps | None:
     """The group of the user's host ranges that best serves as steps, or None."""
-    host = df.filter(kind_is("range") & is_host() & (pl.col("dur") > 0))
-    host = host.filter(~named(host, FRAMEWORK_RANGES))
-    work = df.filter(kind_is(*WORK_KINDS))
+    # only the columns read are gathered: a trace may hold millions of ranges and device rows
+    wanted = kind_is("range") & is_host() & (pl.col("dur") > 0) & ~named(df, FRAMEWORK_RANGES)
+    host = df.lazy().filter(wanted).select("rank", "name", "ts", "dur").collect()
+    work = df.lazy().filter(kind_is(*WORK_KINDS)).select("rank", "corr", "ts", "dur").collect()
     if not host.height or not work.height:
         return None
     ranges = host.select(
@@ -118,7 +110,9 @@ def by_user_ranges(df: pl.DataFrame) -> RangeSteps | None:
         label=pl.col("name").cast(pl.String),
         start=pl.col("ts"),
         end=pl.col("ts") + pl.col("dur"),
-    ).with_columns(group=_group(pl.col("label")))
+    )
+    groups = ranges.select("label").unique().with_columns(group=_group(pl.col("label")))
+    ranges = ranges.join(groups, on="label", how="left", maintain_order="left")
     counts = ranges.group_by("rank", "group").len().group_by("group").agg(n=pl.col("len").max())
     repeated = (
         counts.filter(pl.col("n") >= MIN_REPEATS)
