@@ -25,13 +25,7 @@ KINDS = ("decode", "serving", "runs", "training", "microbenchmark", "single", "u
 # The marker families of the serving engines (tracekit.steps.engines) and of a Python frame of
 # their step function: a step of theirs is one engine iteration.
 ENGINE_FAMILIES = ("vllm", "vllm-style", "sglang", "trtllm", "mindie", "atom", "python")
-# Host operators and ranges that only a training loop runs (PyTorch autograd and optimizers,
-# FSDP/DDP wrappers, Megatron/DeepSpeed iterations).
-TRAINING_HOST = (
-    r"^autograd::engine::evaluate_function|^Optimizer\.(step|zero_grad)#|^torch/optim/"
-    r"|FullyShardedDataParallel|^FSDP::|DistributedDataParallel\.forward|^\[?DeepSpeed"
-    r"|^(train|training)[ _-]?(step|iter)|backward_step|optimizer\.step"
-)
+
 # an optimizer's kernels (case-sensitive: "lamb" is in every lambda of an ATen kernel name,
 # "adam" in LoadAMatrix)
 OPTIMIZER = r"multi_tensor_apply|[Aa]dam[WA-Z_<(]|ADAM|[Ss]gd|SGD|Lamb|LAMB|_lamb_|[Oo]ptimizer"
@@ -41,9 +35,15 @@ TRAINING_KERNELS = (
     r"[Bb]ackward|_bwd|bwd_|Grad(Input|Weight|GammaBeta)|grad_(input|weight)|[dw]grad"
     f"|{OPTIMIZER}"
 )
+# Host rows of a training loop: an optimizer's step, the FSDP/DDP wrappers, DeepSpeed ...
 TRAINING_LOOP = (
     r"^Optimizer\.step#|^torch/optim/|optimizer\.step|FullyShardedDataParallel|^FSDP::"
     r"|DistributedDataParallel\.forward|^\[?DeepSpeed"
+)
+# ... and the rest that only training runs (autograd's backward, zero_grad, named steps)
+TRAINING_HOST = (
+    r"^autograd::engine::evaluate_function|^Optimizer\.zero_grad#"
+    r"|^(train|training)[ _-]?(step|iter)|backward_step|" + TRAINING_LOOP
 )
 MIN_TRAINING_ROWS = 3  # training kernels or operators needed to call the trace training
 BENCH_MAX_NAMES = 4  # a micro-benchmark runs at most this many distinct kernels ...
@@ -62,7 +62,6 @@ class Signals:
     kernels: int = 0  # kernel launches (kind kernel)
     repetitions: list[dict[str, Any]] = field(default_factory=list)  # micro-benchmark only
     decode_kernels: int = 0  # rows of decode attention kernels
-    prefill_kernels: int = 0
     sampling: int = 0  # rows of sampling kernels
     graph_launches: int = 0
     most_launches: int = 0  # launches of the most launched kernel name
@@ -199,11 +198,9 @@ def signals(df: pl.DataFrame) -> Signals:
         out.most_launches = int(launched["len"].max() or 0) if launched.height else 0
         evidence = phase_evidence(names["name"])
         counted = evidence.join(names, on="name")
-        out.prefill_kernels = int(
-            counted.filter(pl.col("prefill") | pl.col("mixed"))["len"].sum() or 0
-        )
+        prefill = int(counted.filter(pl.col("prefill") | pl.col("mixed"))["len"].sum() or 0)
         # GEMV and split-KV combine kernels count as decode only without prefill evidence
-        decode = pl.col("decode") | (pl.col("weak_decode") & (out.prefill_kernels == 0))
+        decode = pl.col("decode") | (pl.col("weak_decode") & (prefill == 0))
         out.decode_kernels = int(counted.filter(decode)["len"].sum() or 0)
         out.decode_kernels += one_token(df).height  # picks the kernels by name first
         if "category" in work.columns:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from tracekit.errors import TraceError
@@ -83,6 +84,13 @@ class TableBuilder:
         return SliceResult(
             _concat(self.tables), self.columns.repairs, self.columns.unknown, warnings
         )
+
+
+def with_rank(rows: pa.Table, rank: int) -> pa.Table:
+    """``rows`` with every row's rank set to ``rank``."""
+    index = rows.schema.get_field_index("rank")
+    column = pa.array(np.full(rows.num_rows, rank, dtype=np.int32))
+    return rows.set_column(index, rows.schema.field(index), column)
 
 
 def piece_table(data: bytes | bytearray, piece: Slice, **options: Any) -> SliceResult:

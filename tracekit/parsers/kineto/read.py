@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from tracekit.errors import TraceError
@@ -276,13 +275,6 @@ def _metadata(trace: Any, path: Path) -> dict[str, Any]:
     return meta
 
 
-def _with_rank(rows: pa.Table, rank: int) -> pa.Table:
-    """``rows`` with every row's rank set to ``rank``."""
-    index = rows.schema.get_field_index("rank")
-    column = pa.array(np.full(rows.num_rows, rank, dtype=np.int32))
-    return rows.set_column(index, rows.schema.field(index), column)
-
-
 def _merge(folder: Path, timelines: list[Timeline]) -> Timeline:
     """Per-rank timelines on one clock: ts relative to the earliest origin of all ranks."""
     origin = min(t.meta["origin_ns"] or 0 for t in timelines)
@@ -300,7 +292,7 @@ def _merge(folder: Path, timelines: list[Timeline]) -> Timeline:
     if len(timelines) > 1 and not any(t.meta.get("rank_source") for t in timelines):
         # no file names its rank: each file is one process, and its correlation ids are its
         # own, so each is a rank of its own, in name order
-        tables = [_with_rank(rows, rank) for rank, rows in enumerate(tables)]
+        tables = [events.with_rank(rows, rank) for rank, rows in enumerate(tables)]
         meta["ranks"] = list(range(len(timelines)))
         meta["rank_source"] = "process"
         meta["warnings"].append(

@@ -24,9 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import numpy as np
-import pyarrow as pa
-
 from tracekit.errors import TraceError
 from tracekit.parsers import slices
 from tracekit.parsers.io import GZIP_MAGIC, InflateError, gzip_chunks
@@ -167,9 +164,7 @@ def _read(
         changed = {key for key in final if final[key] != options[key]}
         if changed - {"rank", "rank_in_args"} or final["rank_in_args"]:
             return None
-        ranks = pa.array(np.full(result.table.num_rows, final["rank"], dtype=np.int32))
-        index = result.table.schema.get_field_index("rank")
-        result.table = result.table.set_column(index, "rank", ranks)
+        result.table = events.with_rank(result.table, final["rank"])
     return trace, result, warnings
 
 
