@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from tracekit.stack import Stack
 from tracekit.steps.model import Steps
 
 SEVERITIES = ("error", "warning", "info")  # most severe first
@@ -85,7 +86,8 @@ class Context:
     """What a rule reads: every row with taxonomy columns, the device work rows with their
     ``step``, those rows cut to their step's window, the step windows and metrics, how
     steps were found, and the collectives matched across ranks with their waits
-    (:func:`tracekit.metrics.waits.collectives`) and the ranks' clock offsets.
+    (:func:`tracekit.metrics.waits.collectives`), the ranks' clock offsets and the software
+    ``stack`` the trace shows (advice names only what it holds).
 
     A cluster merged from per-rank results has empty ``rows``, ``work``, ``in_windows`` and
     no ``steps``: rules that need rows return nothing there.
@@ -102,6 +104,7 @@ class Context:
     meta: dict[str, Any]
     collectives: pl.DataFrame = field(default_factory=pl.DataFrame)
     clocks: pl.DataFrame = field(default_factory=pl.DataFrame)
+    stack: Stack = field(default_factory=Stack)
 
     @property
     def in_windows(self) -> pl.DataFrame:

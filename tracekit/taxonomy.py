@@ -41,7 +41,8 @@ CATEGORIES = (
 VENDORS = ("nvidia", "amd", "ascend")
 FLAG_COLUMNS = ("category", "is_comm", "is_fused_comm", "is_fallback")
 _ENTRY_KEYS = {
-    "note", "match", "kinds", "engines", "vendors", "category", "comm", "fused_comm", "vetted"
+    "note", "match", "kinds", "engines", "vendors", "stacks", "not_stacks", "category", "comm",
+    "fused_comm", "vetted",
 }  # fmt: skip
 _TABLES = ("category", "fallback", "suspect")
 
@@ -55,14 +56,19 @@ class Pattern:
     kinds: tuple[str, ...] = ()
     engines: tuple[str, ...] = ()
     vendors: tuple[str, ...] = ()
+    stacks: tuple[str, ...] = ()  # holds when any of these ("a+b": all of a, b) is in the trace
+    not_stacks: tuple[str, ...] = ()  # ... and none of these
     category: str = "other"
     comm: bool = False
     fused_comm: bool = False
     vetted: bool = False  # a name it matches is known, never a suspect (user entries are)
 
-    def condition(self, vendor: str | None, column: str = "name") -> pl.Expr:
+    def condition(
+        self, vendor: str | None, column: str = "name", stack: frozenset[str] = frozenset()
+    ) -> pl.Expr:
         """The polars condition over columns ``name`` (or ``column``), ``kind``, ``engine``
-        (strings)."""
+        (strings), for a trace of ``vendor`` whose software ``stack`` has these component
+        ids (:mod:`tracekit.stack`)."""
         cond = pl.lit(True)
         if self.match is not None:
             cond &= pl.col(column).str.contains(f"(?i){self.match}")
@@ -72,6 +78,10 @@ class Pattern:
             cond &= pl.col("engine").is_in(self.engines)
         if self.vendors:
             cond &= pl.lit(vendor in self.vendors)
+        if self.stacks:  # "a+b": a and b both in the stack
+            cond &= pl.lit(any(set(ids.split("+")) <= stack for ids in self.stacks))
+        if self.not_stacks:
+            cond &= pl.lit(not stack & set(self.not_stacks))
         return cond.fill_null(False)
 
 
@@ -122,6 +132,8 @@ def _pattern(entry: Any, where: str) -> Pattern:
         kinds=tuple(entry.get("kinds", ())),
         engines=tuple(entry.get("engines", ())),
         vendors=tuple(entry.get("vendors", ())),
+        stacks=tuple(entry.get("stacks", ())),
+        not_stacks=tuple(entry.get("not_stacks", ())),
         category=category,
         comm=bool(entry.get("comm", False)) or fused,
         fused_comm=fused,
@@ -187,7 +199,7 @@ def vendor_of(meta: dict[str, Any]) -> str | None:
     return None
 
 
-def _function(name: pl.Expr) -> pl.Expr:
+def function_of(name: pl.Expr) -> pl.Expr:
     """The function of a kernel name: template arguments and parameters cut off
     (``void ns::f<…>(…)`` -> ``void ns::f``), anonymous namespaces dropped first."""
     bare = name.str.replace_all(r"\(anonymous namespace\)::|<unnamed>::", "")
@@ -247,7 +259,9 @@ def _distinct(df: pl.DataFrame, keyed: tuple[pl.Series, list[int]] | None) -> pl
     return df.select(KEYS)[keyed[0].arg_unique()]
 
 
-def _combos(distinct: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy) -> pl.DataFrame:
+def _combos(
+    distinct: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy, stack: frozenset[str]
+) -> pl.DataFrame:
     """The distinct (name, kind, engine) of a frame with the flag columns and ``comm_guess``
     (a device kernel counted as communication only because its name looks like it)."""
     keys = KEYS
@@ -257,10 +271,11 @@ def _combos(distinct: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy) -> p
     combos = combos.rename({k: f"_key_{k}" for k in keys}).rename({f"_{k}": k for k in keys})
     first = pl.lit(None, pl.Int32)
     for i, pattern in reversed(list(enumerate(taxonomy.categories))):
-        first = pl.when(pattern.condition(vendor)).then(pl.lit(i, pl.Int32)).otherwise(first)
+        holds = pattern.condition(vendor, stack=stack)
+        first = pl.when(holds).then(pl.lit(i, pl.Int32)).otherwise(first)
 
     def any_of(patterns: tuple[Pattern, ...], column: str = "name") -> pl.Expr:
-        conditions = [p.condition(vendor, column) for p in patterns]
+        conditions = [p.condition(vendor, column, stack) for p in patterns]
         return pl.any_horizontal(conditions) if conditions else pl.lit(False)
 
     table = pl.DataFrame(
@@ -288,7 +303,7 @@ def _combos(distinct: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy) -> p
     )
     return (
         combos.with_columns(_entry=first, _fallback=any_of(taxonomy.fallbacks))
-        .with_columns(_stem=_function(pl.col("name")))
+        .with_columns(_stem=function_of(pl.col("name")))
         .with_columns(
             _suspect=any_of(tuple(p for p in taxonomy.suspects if not p.vetted), "_stem")
             & ~any_of(tuple(p for p in taxonomy.suspects if p.vetted), "_stem")
@@ -311,11 +326,15 @@ def _combos(distinct: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy) -> p
 
 
 def classified(
-    df: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy | None = None
+    df: pl.DataFrame,
+    vendor: str | None,
+    taxonomy: Taxonomy | None = None,
+    stack: frozenset[str] = frozenset(),
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """:func:`classify` and :func:`guessed_comm` of ``df`` from one pass over its names."""
+    """:func:`classify` and :func:`guessed_comm` of ``df`` from one pass over its names
+    (``stack``: the ids of the trace's software components, for entries that name them)."""
     keyed = _keyed(df)  # one integer per row, used twice: the 10M-row pass is made once
-    combos = _combos(_distinct(df, keyed), vendor, taxonomy or builtin())
+    combos = _combos(_distinct(df, keyed), vendor, taxonomy or builtin(), stack)
     keys = KEYS
     # the flags beside the frame's own columns: joining the whole frame would copy them all
     flags = _flags(df, combos, keyed)
@@ -334,7 +353,10 @@ def classified(
 
 
 def classify(
-    df: pl.DataFrame, vendor: str | None, taxonomy: Taxonomy | None = None
+    df: pl.DataFrame,
+    vendor: str | None,
+    taxonomy: Taxonomy | None = None,
+    stack: frozenset[str] = frozenset(),
 ) -> pl.DataFrame:
     """``df`` (timeline rows) with ``category``, ``is_comm``, ``is_fused_comm``, ``is_fallback``.
 
@@ -342,7 +364,7 @@ def classify(
     that no entry calls communication but whose name looks like it (``[[suspect]]``) is
     counted as communication; :func:`guessed_comm` lists those.
     """
-    return classified(df, vendor, taxonomy)[0]
+    return classified(df, vendor, taxonomy, stack)[0]
 
 
 def guessed_comm(

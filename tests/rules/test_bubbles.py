@@ -40,7 +40,10 @@ def test_bubbles_rule_finds_the_host_stall(scenario: Analysed, fmt: str) -> None
     assert f.metrics["bubble_count"] == 1 and f.evidence["causes"] == ["host-bound: launch"]
     assert f.metrics["bubble_share"] == pytest.approx(150_000 / step_truth(sc)[2]["dur"])
     vendor = vendor_of(analysis.timeline.meta)
-    assert f.advice == advice(RULE, "host_launch", vendor) and GRAPHS[vendor] in f.advice
+    assert (
+        f.advice == advice(RULE, "host_launch", vendor, analysis.stack.ids)
+        and GRAPHS[vendor] in f.advice
+    )
 
 
 @pytest.mark.parametrize("fmt", PARTIAL_FORMATS)
@@ -59,7 +62,10 @@ def test_bubble_on_torch_npu_output(tmp_path: Path) -> None:
     analysis = ascend_analysed("torch_npu", tmp_path, idle_bubble_ns=150_000)
     [f] = of_rule(analysis, RULE)
     assert (f.steps, f.impact_ns, f.metrics["largest_bubble_ns"]) == ([2], *[resume - drained] * 2)
-    assert f.advice == advice(RULE, "host_launch", "ascend") and GRAPHS["ascend"] in f.advice
+    assert (
+        f.advice == advice(RULE, "host_launch", "ascend", analysis.stack.ids)
+        and GRAPHS["ascend"] in f.advice
+    )
 
 
 def test_bubble_causes() -> None:

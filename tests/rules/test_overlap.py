@@ -38,7 +38,9 @@ def test_overlap_rule_finds_the_exposed_dispatch(scenario: Analysed, fmt: str) -
     assert f.stats["exposed_ns"] == dict.fromkeys(("median", "p90", "max"), end - start)
     [[first, last]] = f.evidence["ranges"]  # parsers rebase time; durations stay
     assert last - first == end - start
-    assert f.advice == advice(RULE, "all_to_all", vendor_of(analysis.timeline.meta))
+    assert f.advice == advice(
+        RULE, "all_to_all", vendor_of(analysis.timeline.meta), analysis.stack.ids
+    )
     assert f.severity == "info" and f.impact_share < 0.01  # one dispatch in four steps
 
 
@@ -61,7 +63,9 @@ def test_exposed_dispatch_of_the_ascend_scenario(tmp_path: Path, writer: str) ->
     [f] = of_rule(analysis, RULE)
     assert (f.pattern, f.steps, f.impact_ns) == (MC2_DISPATCH, [2], end - start)
     assert f.metrics["count"] == 1 and len(f.evidence["names"]) == 2
-    assert f.advice == advice(RULE, "all_to_all", "ascend") and "MC²" in f.advice
+    assert (
+        f.advice == advice(RULE, "all_to_all", "ascend", analysis.stack.ids) and "MC²" in f.advice
+    )
 
 
 @pytest.mark.parametrize("fmt", list(WRITERS))

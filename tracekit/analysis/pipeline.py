@@ -14,9 +14,11 @@ from tracekit.checks import run_checks
 from tracekit.metrics import MIN_BUBBLE_NS
 from tracekit.metrics.collectives import launches
 from tracekit.metrics.steps import clipped, step_metrics
+from tracekit.metrics.stream_waits import stream_wait_totals, stream_waits
 from tracekit.metrics.waits import align, sync_waits
 from tracekit.model import Context, ranked
 from tracekit.rules.registry import select
+from tracekit.stack import detect
 from tracekit.steps import Steps, assign, find_steps, infer_phases, review, windows
 from tracekit.steps.phase import sampled_phases
 from tracekit.steps.placement import host_lead
@@ -74,7 +76,9 @@ def analyze(
     range names that overrides the built-in step markers.
     """
     chosen = select(rules, options)
-    rows, guessed = classified(timeline.df, vendor_of(timeline.meta), load_patterns(patterns))
+    vendor = vendor_of(timeline.meta)
+    stack = detect(timeline.df, timeline.meta, vendor)
+    rows, guessed = classified(timeline.df, vendor, load_patterns(patterns), stack.ids)
     steps, work, workload = place_steps(rows, timeline.meta, step_marker)
     if timeline.meta.get("truncated") and len(steps):
         last = int(steps.ranges["step"].max())
@@ -86,11 +90,12 @@ def analyze(
     launched = launches(work, timeline.meta.get("origin_ns"), steps.ranges)
     matched, clocks = align(launched)
     waits = sync_waits(matched)
-    metrics = step_metrics(work, wins, min_bubble_ns, None, steps.ranges, waits)
+    blocked = stream_wait_totals(stream_waits(rows, work), work, wins)
+    metrics = step_metrics(work, wins, min_bubble_ns, None, steps.ranges, waits, blocked)
     # the rows cut to their windows are made again where read (0.2 s at 10M rows), not kept
     # beside the rules and checks that do not read them (0.3 GB)
     cut = partial(clipped, work, wins)
-    ctx = Context(rows, work, cut, wins, metrics, steps, timeline.meta, matched, clocks)
+    ctx = Context(rows, work, cut, wins, metrics, steps, timeline.meta, matched, clocks, stack)
     findings = ranked([finding for rule in chosen for finding in rule.run(ctx)])
     del ctx
     checks = run_checks(
@@ -109,4 +114,5 @@ def analyze(
         matched,
         clocks,
         workload,
+        stack,
     )

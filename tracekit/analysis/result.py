@@ -15,6 +15,7 @@ from tracekit.metrics.requests import request_latency, request_summary
 from tracekit.metrics.steps import clipped, phase_summary
 from tracekit.metrics.streams import pair_overlap, stream_busy
 from tracekit.model import Check, Finding
+from tracekit.stack import Stack
 from tracekit.steps import Steps
 from tracekit.steps.placement import placement_counts
 from tracekit.steps.workload import Workload
@@ -31,7 +32,8 @@ class Analysis:
     (:func:`tracekit.model.ranked`); ``collectives`` every communication launch matched
     across ranks with its aligned arrival and wait (:mod:`tracekit.metrics.waits`);
     ``clocks`` each rank's clock offset (:mod:`tracekit.metrics.clocks`); ``workload`` what
-    the trace is and what one of its steps is (:mod:`tracekit.steps.workload`).
+    the trace is and what one of its steps is (:mod:`tracekit.steps.workload`); ``stack``
+    the software it shows (:mod:`tracekit.stack`).
     """
 
     timeline: Timeline
@@ -46,6 +48,7 @@ class Analysis:
     collectives: pl.DataFrame = field(default_factory=pl.DataFrame)
     clocks: pl.DataFrame = field(default_factory=pl.DataFrame)
     workload: Workload = field(default_factory=lambda: Workload("unknown", "whole window", "none"))
+    stack: Stack = field(default_factory=Stack)
 
     @cached_property
     def placement(self) -> dict[str, int]:
@@ -99,6 +102,7 @@ class Analysis:
             "capture_note": self.capture_note,
             "low_confidence": self.low_confidence,
             "workload": self.workload.to_dict(),
+            "stack": self.stack.to_dict(),
             "steps": steps_summary(self.steps, self.placement),
             "phases": phase_summary(self.step_metrics),
             "requests": request_summary(self.requests),

@@ -72,7 +72,7 @@ def summary(
     data = stats.summary(timeline, top=top)
     analysis = analysis_of(timeline, rules, step_marker, patterns, option).to_dict()
     if json or output == "json":
-        keys = ("workload", "steps", "phases", "checks", "step_metrics", "findings")
+        keys = ("workload", "stack", "steps", "phases", "checks", "step_metrics", "findings")
         print_json(
             {
                 "capture_note": analysis["capture_note"],

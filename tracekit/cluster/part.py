@@ -21,6 +21,7 @@ from tracekit.metrics.collectives import launches
 from tracekit.model import Check, Finding
 from tracekit.parsers.kineto.detect import rank_hint
 from tracekit.rules.registry import available
+from tracekit.stack import Stack
 from tracekit.timeline import Timeline
 
 DRILL_ROWS = 2_000  # device rows kept per drilled-down (rank, device, step), longest first
@@ -66,6 +67,7 @@ class Part:
     checks: list[Check]
     drill: pl.DataFrame
     peak_rss: int = 0
+    stack: Stack = field(default_factory=Stack)
 
 
 def ranks_of(metrics: pl.DataFrame) -> list[int]:
@@ -138,6 +140,7 @@ def analyse_part(path: str | Path, settings: Settings | None = None) -> Part:
         findings=analysis.findings,
         checks=[c for c in analysis.checks if c.name not in CLUSTER_CHECKS],
         drill=drill_rows(analysis),
+        stack=analysis.stack,
     )
     part.peak_rss = peak_rss()
     return part

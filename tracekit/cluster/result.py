@@ -19,6 +19,7 @@ from tracekit.metrics.steps import phase_summary
 from tracekit.metrics.waits import align, stragglers, sync_waits
 from tracekit.model import QUIET, Check, Context, Finding, ordered, ranked
 from tracekit.rules.registry import select
+from tracekit.stack import combined
 
 
 @dataclass
@@ -130,7 +131,8 @@ def merge(parts: list[Part], settings: Settings | None = None) -> ClusterAnalysi
     chosen = [r for r in (settings.rules or CROSS_RANK_RULES) if r in CROSS_RANK_RULES]
     rules = select(chosen, {k: v for k, v in settings.options.items() if k in chosen})
     empty = pl.DataFrame()
-    ctx = Context(empty, empty, empty, empty, metrics, None, meta, table, clocks)
+    stack = combined([p.stack for p in parts])
+    ctx = Context(empty, empty, empty, empty, metrics, None, meta, table, clocks, stack)
     found = [f for p in parts for f in p.findings] + [f for r in rules for f in r.run(ctx)]
     own = [
         Check(c.name, c.status, f"{p.source}: {c.detail}", c.expected, c.actual)

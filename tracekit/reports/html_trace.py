@@ -20,6 +20,7 @@ from tracekit.metrics.steps import phase_summary, primary_phase
 from tracekit.names import distinct_short_names
 from tracekit.reports.checks_text import tally
 from tracekit.reports.html_steps import step_times
+from tracekit.reports.workload_text import stack_line
 
 TOTALS = (
     "dur",
@@ -66,6 +67,7 @@ def overview(analysis: Analysis, label: str) -> dict[str, Any]:
         "capture_note": analysis.capture_note,
         "low_confidence": analysis.low_confidence,
         "workload": analysis.workload.to_dict(),
+        "stack": stack_line(analysis.stack.to_dict()).split(": ", 1)[1],
         "checks": tally(c.to_dict() for c in analysis.checks),
         "steps": steps_summary(analysis.steps, analysis.placement),
         "phases": phase_summary(metrics),

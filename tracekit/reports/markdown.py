@@ -27,7 +27,7 @@ from tracekit.reports.format import (
     steps_text,
     worst_text,
 )
-from tracekit.reports.workload_text import repetition_rows, workload_line
+from tracekit.reports.workload_text import repetition_rows, stack_line, workload_line
 
 MAX_STEP_ROWS = 40
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
@@ -158,6 +158,7 @@ def render_markdown(analysis: dict[str, Any]) -> str:
         *([f"> ⚠ **{md_text(capture)}**", ""] if capture else []),
         *([f"> ⚠ **{md_text(note)}**", ""] if note else []),
         f"**Workload:** {workload_line(analysis.get('workload'), md_text).split(': ', 1)[1]}  ",
+        f"**Stack:** {stack_line(analysis.get('stack'), md_text).split(': ', 1)[1]}  ",
         f"**{steps['count']} steps** ({md_text(unit)}) found by {md_text(steps['method'])} "
         f"(confidence {md_text(steps['confidence'])}): {md_text(steps['detail'])}  ",
         f"**Findings:** {found}  ",

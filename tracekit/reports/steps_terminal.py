@@ -28,7 +28,7 @@ from tracekit.reports.format import (
     steps_text,
     worst_text,
 )
-from tracekit.reports.workload_text import repetition_rows, workload_line
+from tracekit.reports.workload_text import repetition_rows, stack_line, workload_line
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _NARROW = {"ns_per_token": "per tok"}  # headings shorter than the labels' for a terminal
@@ -84,11 +84,13 @@ def confidence_line(data: dict[str, Any]) -> Text | None:
 
 def header_lines(data: dict[str, Any]) -> list[Text]:
     """What a reader must see first: the incomplete-capture line, the low-confidence line,
-    what the trace is (its workload and step unit), then every check that did not pass
-    (failing first, one line each) and the checks' tally."""
+    what the trace is (its workload and step unit, its software stack), then every check
+    that did not pass (failing first, one line each) and the checks' tally."""
     checks = data.get("checks") or []
     lines = [line for line in (capture_line(data), confidence_line(data)) if line is not None]
     lines.append(Text(printable(workload_line(data.get("workload"))), style="bold"))
+    if "stack" in data:
+        lines.append(Text(printable(stack_line(data["stack"])), style="dim"))
     if checks:
         lines += list(render_checks(checks, passing=False).renderables)
     return lines

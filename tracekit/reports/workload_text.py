@@ -23,6 +23,26 @@ def workload_line(workload: dict[str, Any] | None, clean: Callable[[str], str] =
     return f"{head} — {clean(evidence)}" if evidence else head
 
 
+LAYER_LABELS = (
+    ("engine", "engine"),
+    ("framework", "framework"),
+    ("mode", "mode"),
+    ("library", "libraries"),
+)
+
+
+def stack_line(stack: dict[str, Any] | None, clean: Callable[[str], str] = str) -> str:
+    """``stack: engine vLLM; framework PyTorch; mode CUDA graphs; libraries cuBLAS …`` from
+    ``Analysis.to_dict()['stack']`` (what advice is chosen by)."""
+    components = (stack or {}).get("components") or []
+    parts = []
+    for layer, label in LAYER_LABELS:
+        names = [c["name"] for c in components if c["layer"] == layer]
+        if names:
+            parts.append(f"{label} {', '.join(names)}")
+    return "stack: " + (clean("; ".join(parts)) if parts else "nothing recognised")
+
+
 def repetition_rows(workload: dict[str, Any] | None) -> list[tuple[str, str, str, str]]:
     """A micro-benchmark's kernels as (name, count, median, spread) texts; [] otherwise."""
     rows = (workload or {}).get("repetitions") or []

@@ -205,15 +205,22 @@ def findings(
                     for m in metrics
                     if row[f"{m}_max"] is not None
                 },
-                advice=advice(rule.id, made["kind"], vendor),
+                advice=advice(rule.id, made["kind"], vendor, ctx.stack.ids),
             )
         )
     if table.height > limit:
-        out.append(_folded(rule, table.slice(limit - 1), limit, vendor, total))
+        out.append(_folded(rule, table.slice(limit - 1), limit, vendor, total, ctx.stack.ids))
     return out
 
 
-def _folded(rule: Rule, rest: pl.DataFrame, limit: int, vendor: str | None, total: int) -> Finding:
+def _folded(
+    rule: Rule,
+    rest: pl.DataFrame,
+    limit: int,
+    vendor: str | None,
+    total: int,
+    stack: frozenset[str],
+) -> Finding:
     """One finding for the patterns beyond ``max_patterns``: how many, what they cost
     together; its severity that of the largest of them."""
     impact = int(rest["impact_ns"].sum())
@@ -234,5 +241,5 @@ def _folded(rule: Rule, rest: pl.DataFrame, limit: int, vendor: str | None, tota
         ranks=ranks,
         impact_ns=impact,
         impact_share=share,
-        advice=advice(rule.id, "default", vendor),
+        advice=advice(rule.id, "default", vendor, stack),
     )

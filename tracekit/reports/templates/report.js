@@ -367,6 +367,7 @@
       ["ranks", (x) => x.ranks.join(", ")], ["events", (x) => fmtInt(x.events) + " (" + fmtInt(x.work_events) + " device work)"],
       ["span", (x) => fmtNs(x.span_ns)],
       ["workload", (x) => workloadText(x.workload)],
+      ["software stack", (x) => x.stack || "-"],
       ["steps", (x) => x.steps.count + " " + x.workload.unit + (x.steps.count === 1 ? "" : "s") + " by " +
         x.steps.method + " (confidence " + x.steps.confidence + ")"],
       ...(o.some((x) => x.workload.repetitions.length) ? [["repetitions", (x) => repetitionText(x.workload)]] : []),
