@@ -101,7 +101,8 @@ def test_advice_table_has_a_text_for_every_kind() -> None:
         "overlap": {kind for kind, _ in COLLECTIVES},
         "bubbles": set(bubbles.KINDS.values()),
         "mc2": {"fused", "fused_moe", "unfused", "unfused_all_reduce", "unfused_all_gather",
-                "unfused_reduce_scatter"},
+                "unfused_reduce_scatter", "unfused_all_to_all", "unfused_moe_dispatch",
+                "unfused_moe_combine", "unfused_small"},
     }  # fmt: skip
     for rule, kinds in used.items():
         assert DEFAULT in texts[rule]

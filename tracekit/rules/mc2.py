@@ -7,11 +7,17 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from tracekit.intervals import same_group, sort_key
 from tracekit.metrics import IS_COMPUTE, KEY
 from tracekit.metrics.streams import comm_exposure
 from tracekit.model import Context, Finding
 from tracekit.rules.base import Rule
+from tracekit.rules.fusion_pairs import (
+    PRIORITY,
+    fused_kind,
+    gemm_shape,
+    too_small,
+    unfused_pairs,
+)
 from tracekit.rules.patterns import (
     PATTERN_HELP,
     PATTERN_OPTIONS,
@@ -22,89 +28,8 @@ from tracekit.rules.patterns import (
     summarise,
 )
 
-_KERNEL_LIKE = ("kernel", "comm")
 STATS = ("collective_ns", "fused_ns", "exposed_ns", "count")
-
-
-def unfused_pairs(work: pl.DataFrame | pl.LazyFrame, max_gap_ns: int) -> pl.DataFrame:
-    """Collectives (communication, not fused) that directly follow or precede a GEMM.
-
-    "Directly" means the neighbouring kernel on the same stream, or the neighbouring kernel
-    on the device when the collective runs on a stream of its own, within ``max_gap_ns``.
-    Columns: the collective row, ``gemm`` (the neighbour's name) and ``order`` ("gemm first"
-    or "collective first").
-    """
-    kernels = work.lazy().filter(pl.col("kind").is_in(_KERNEL_LIKE)).with_row_index("_i")
-    # Neighbours are found on a narrow copy (index, keys, times, GEMM or not, name code);
-    # only the collectives' rows are gathered whole.
-    probe = kernels.select(
-        "_i",
-        "rank",
-        "device",
-        "stream",
-        "ts",
-        "name",
-        "is_fused_comm",
-        _end=pl.col("ts") + pl.col("dur"),
-        _gemm=pl.col("category") == "gemm",
-    ).collect()
-    before, after = _beside_gemm(probe, ["rank", "device"], max_gap_ns)
-    on_stream = _beside_gemm(probe, ["rank", "device", "stream"], max_gap_ns)
-    before = on_stream[0].fill_null(before)  # same stream wins over the device-wide neighbour
-    after = on_stream[1].fill_null(after)
-    collective = (
-        pl.col("is_comm") & ~pl.col("is_fused_comm") & ~pl.col("is_part")
-    )  # tasks: their op's
-    beside = before.is_not_null() | after.is_not_null()
-    rows = kernels.filter(collective & pl.lit(beside)).collect()
-    at = rows["_i"]
-    rows = rows.with_columns(
-        _before=before.gather(at), _after=after.gather(at), _end=probe["_end"].gather(at)
-    )
-    fused = probe.filter("is_fused_comm")
-    found = _outside_fused(rows, fused)
-    return found.with_columns(
-        name=pl.col("name").cast(pl.String),
-        gemm=pl.coalesce("_before", "_after").cast(pl.String),
-        order=pl.when(pl.col("_before").is_not_null())
-        .then(pl.lit("gemm first"))
-        .otherwise(pl.lit("collective first")),
-    ).select(pl.exclude("^_.*$"))
-
-
-def _beside_gemm(probe: pl.DataFrame, over: list[str], gap: int) -> tuple[pl.Series, pl.Series]:
-    """Per row of ``probe`` (in its order): the name of the GEMM right before it and right
-    after it among the rows of its group ``over``, within ``gap`` ns; null where none."""
-    same_prev, same_next = same_group(over, 1), same_group(over, -1)
-    prev_hit = (
-        same_prev & pl.col("_gemm").shift(1) & (pl.col("ts") - pl.col("_end").shift(1) <= gap)
-    )
-    next_hit = (
-        same_next & pl.col("_gemm").shift(-1) & (pl.col("ts").shift(-1) - pl.col("_end") <= gap)
-    )
-    found = (
-        probe.sort(sort_key(probe, over, "ts"), maintain_order=True)  # _i ascending: ties
-        .select(
-            "_i",
-            _b=pl.when(prev_hit).then(pl.col("name").shift(1)),
-            _a=pl.when(next_hit).then(pl.col("name").shift(-1)),
-        )
-        .sort("_i")
-    )
-    return found["_b"], found["_a"]
-
-
-def _outside_fused(collectives: pl.DataFrame, fused: pl.DataFrame) -> pl.DataFrame:
-    """Collectives that do not start inside a fused operator on their device (an MC²
-    operator's AI CPU communication side is part of the fused operator, not a pair);
-    ``fused`` has the fused rows' ``rank, device, ts, _end``."""
-    dev = ["rank", "device"]
-    fused = fused.sort("ts").select(*dev, _fs="ts", _reach=pl.col("_end").cum_max().over(dev))
-    found = collectives.sort("ts").join_asof(
-        fused, left_on="ts", right_on="_fs", by=dev, strategy="backward", check_sortedness=False
-    )
-    inside = pl.col("_reach").is_not_null() & (pl.col("_reach") > pl.col("ts"))
-    return found.filter(~inside).drop("_fs", "_reach")
+SMALL = "unfused_small"  # a pair whose shapes are too small for fusion to pay off
 
 
 class Mc2(Rule):
@@ -117,10 +42,17 @@ class Mc2(Rule):
     taxonomy; their time per step is ``fused_comm_ns`` in ``Analysis.step_metrics``. Each
     fused operator (pattern ``fused: <name>``) is listed with its exposed time (option
     ``fused``), as *info*: there is nothing left to fuse. The rule also reports the
-    opposite: a plain collective (NCCL/RCCL/HCCL all-reduce, all-gather, reduce-scatter)
-    that directly follows or precedes a GEMM, with nothing in between (pattern
-    ``unfused: <GEMM> → <collective>`` or the other way round, the same pair in every layer
-    and step being one finding). Why it matters: the fused
+    opposite: a plain collective (NCCL/RCCL/HCCL all-reduce, all-gather, reduce-scatter,
+    all-to-all) in dependency order with a GEMM (grouped MoE GEMMs included): one ends before
+    the other starts, within ``max_gap_ns``; a GEMM running beside it on another stream is no
+    pair, and an HCCL collective's own tasks are never its neighbours
+    (:mod:`tracekit.rules.fusion_pairs`). Only pairs a fused operator fits are reported
+    (pattern ``unfused: <GEMM> → <collective>`` or the other way round, the same pair in every
+    layer and step being one finding), their advice naming that operator (kinds
+    ``unfused_all_reduce`` / ``_all_gather`` / ``_reduce_scatter`` / ``_all_to_all``,
+    ``unfused_moe_dispatch`` / ``_combine``); where the GEMM's shapes are in the trace and too
+    small for the fused operator to pay off, the pair is *info*, kind ``unfused_small``
+    (pattern suffix ``(small shapes)``), its detail giving the bound. Why it matters: the fused
     operator overlaps the communication with the matmul tiles; the unfused pair serialises
     them and adds the collective's full time to the step.
 
@@ -162,14 +94,20 @@ class Mc2(Rule):
         return findings(self, ctx, table, _describe, STATS)
 
     def _pairs(self, work: pl.LazyFrame) -> pl.DataFrame:
-        """Observations of the unfused pairs: one row per (pattern, rank, device, step)."""
+        """Observations of the unfused pairs a fused operator fits: one row per (pattern,
+        rank, device, step); a pair whose shapes are too small for fusion to pay off is a
+        pattern of its own (kind :data:`SMALL`)."""
         pairs = unfused_pairs(work, self.opts["max_gap_ns"])
         if pairs.height == 0:
             return pl.DataFrame()
-        pairs = labelled(labelled(pairs, "name", "_coll"), "gemm", "_gemm")
+        pairs = _judged(labelled(labelled(pairs, "name", "_coll"), "gemm", "_gemm"))
+        if pairs.height == 0:
+            return pl.DataFrame()
         first = pl.col("order") == "gemm first"
         pattern = pl.when(first).then(pl.format("unfused: {} → {}", "_gemm", "_coll"))
         pattern = pattern.otherwise(pl.format("unfused: {} → {}", "_coll", "_gemm"))
+        small = pl.col("small").is_not_null()
+        pattern = pl.when(small).then(pl.format("{} (small shapes)", pattern)).otherwise(pattern)
         return (
             pairs.with_columns(pattern=pattern)
             .sort("ts")
@@ -180,6 +118,8 @@ class Mc2(Rule):
                 collective=pl.col("_coll").first(),
                 gemm=pl.col("_gemm").first(),
                 order=pl.col("order").first(),
+                fit=pl.col("fit").first(),
+                small=pl.col("small").first(),
                 names=pl.col("name").unique(maintain_order=True),
                 gemms=pl.col("gemm").unique(maintain_order=True),
                 streams=pl.col("stream").unique().sort(),
@@ -187,6 +127,38 @@ class Mc2(Rule):
             )
             .with_columns(collective_ns=pl.col("impact_ns"), fused=pl.lit(False))
         )
+
+
+def _judged(pairs: pl.DataFrame) -> pl.DataFrame:
+    """The pairs a fused operator fits, with ``fit`` (their advice kind) and ``small`` (why
+    their shapes are too small for it to pay off, null where they are not or are not known);
+    decided once per distinct collective, order, GEMM kind and GEMM shapes."""
+    keys = pairs.select(
+        "name",
+        "order",
+        "grouped",
+        _named=pl.col("args").str.extract(r'("collective":\s*"[^"]*")'),
+        _shapes=pl.col("gemm_args").str.extract(r'("input_shapes":\s*"[^"]*")'),
+    )
+    distinct = keys.unique()
+    fit, small = [], []
+    for name, order, grouped, named, shapes in distinct.iter_rows():
+        kind = fused_kind(name, "{" + named + "}" if named else None, order, grouped)
+        fit.append(kind)
+        small.append(too_small(gemm_shape("{" + shapes + "}" if shapes else None), kind))
+    judged = distinct.with_columns(
+        fit=pl.Series(fit, dtype=pl.String), small=pl.Series(small, dtype=pl.String)
+    )
+    on = ["name", "order", "grouped", "_named", "_shapes"]
+    return (
+        pairs.with_columns(keys.select("_named", "_shapes"))
+        .join(judged, on=on, how="left", nulls_equal=True, maintain_order="left")
+        .filter(pl.col("fit").is_not_null())
+        .with_columns(_rank=pl.col("fit").replace_strict(PRIORITY, list(range(len(PRIORITY)))))
+        .sort("_rank", pl.col("order") != "gemm first", maintain_order=True)
+        .unique("row", keep="first", maintain_order=True)  # one pair per collective
+        .drop("_named", "_shapes", "_rank", "row")
+    )
 
 
 def _fused(work: pl.LazyFrame) -> pl.DataFrame:
@@ -236,13 +208,24 @@ def _describe(row: dict[str, Any]) -> dict[str, Any]:
             },
             "evidence": evidence,
         }
-    kind = collective(row["collective"])
+    if row["small"] is not None:
+        return {
+            "kind": SMALL,
+            "severity": "info",  # fusing would not pay off: nothing to advise but to leave it
+            "title": f"GEMM + collective too small to fuse, {row['collective']} next to "
+            f"{row['gemm']}: {row['impact_ns']:,} ns of collectives in {len(row['steps']):,} "
+            "step(s)",
+            "detail": f"the collective runs right next to the GEMM ({row['order']}), but "
+            f"{row['small']}; {where}",
+            "metrics": {"pairs": row["count"], "collective_ns": row["worst_ns"]},
+            "evidence": {**evidence, "gemms": row["gemms"]},
+        }
     return {
-        "kind": f"unfused_{kind}" if kind and kind != "all_to_all" else "unfused",
+        "kind": row["fit"],
         "title": f"unfused GEMM + collective, {row['collective']} next to {row['gemm']}: "
         f"{row['impact_ns']:,} ns of collectives in {len(row['steps']):,} step(s)",
-        "detail": f"the collective runs right next to the GEMM ({row['order']}); a fused "
-        f"compute-communication kernel would overlap them; {where}",
+        "detail": f"the collective runs right after or before the GEMM ({row['order']}), "
+        f"not beside it; a fused compute-communication operator would overlap them; {where}",
         "metrics": {"pairs": row["count"], "collective_ns": row["worst_ns"]},
         "evidence": {**evidence, "gemms": row["gemms"]},
     }
