@@ -36,7 +36,8 @@ class Finding:
     rule documents its formula) and ``impact_share`` that time over the summed step time;
     ``stats`` holds per-step statistics of its metrics (``{"median", "p90", "max"}`` each);
     ``step``/``rank``/``device`` name the worst step, whose ``metrics`` and ``evidence`` are
-    given; ``advice`` says what to change.
+    given; ``advice`` says what to change. ``warm_up`` marks a pattern seen only in the
+    trace's first steps (start-up cost, not the steady state): info, ranked after the others.
     """
 
     rule: str
@@ -55,6 +56,7 @@ class Finding:
     impact_share: float | None = None
     stats: dict[str, dict[str, float]] = field(default_factory=dict)
     advice: str = ""
+    warm_up: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -67,12 +69,14 @@ FOLDED = "(folded)"
 
 
 def ranked(findings: list[Finding]) -> list[Finding]:
-    """Findings by impact, largest first; ties by severity, rule and pattern; the findings
-    that fold a rule's smallest patterns (pattern :data:`FOLDED`) last."""
+    """Findings by impact, largest first; ties by severity, rule and pattern; warm-up
+    patterns after the steady state's, and the findings that fold a rule's smallest
+    patterns (pattern :data:`FOLDED`) last."""
     return sorted(
         findings,
         key=lambda f: (
             f.pattern == FOLDED,
+            f.warm_up,
             -f.impact_ns,
             severity_rank(f.severity),
             f.rule,

@@ -40,6 +40,8 @@ PATTERN_HELP: dict[str, str] = {
 LABEL_WIDTH = 120
 CHAIN_ITEMS = 8  # names kept in a chain's key; longer chains end in "… (+N)"
 STAT_NAMES = ("median", "p90", "max")
+WARM_UP_STEPS = 2  # a pattern only in the trace's first this many steps is start-up cost ...
+WARM_UP_MIN_STEPS = 4  # ... when the trace has at least this many steps
 
 # PyTorch's generic TensorIterator wrappers: the operation is in their template arguments,
 # the first identifier there that names one (its last ``::`` part) and is no wrapper itself.
@@ -153,6 +155,15 @@ def summarise(obs: pl.DataFrame, metrics: Sequence[str], total_ns: int) -> pl.Da
     )
 
 
+def warm_up_steps(ctx: Context) -> set[int]:
+    """The trace's first :data:`WARM_UP_STEPS` step numbers when it has at least
+    :data:`WARM_UP_MIN_STEPS` steps (a pattern seen only there is start-up cost); else none."""
+    steps = ctx.step_metrics["step"].unique().sort() if ctx.step_metrics.height else None
+    if steps is None or steps.len() < WARM_UP_MIN_STEPS:
+        return set()
+    return set(steps.head(WARM_UP_STEPS).to_list())
+
+
 def severity(share: float | None, opts: dict[str, Any]) -> str:
     """``error`` / ``warning`` / ``info`` from an impact share and the rule's thresholds."""
     if share is not None and share >= opts["error_share"]:
@@ -180,16 +191,24 @@ def findings(
     limit = max(1, int(rule.opts["max_patterns"]))
     shown = table.head(limit - 1) if table.height > limit else table
     vendor, total = vendor_of(ctx.meta), step_time(ctx)
+    first = warm_up_steps(ctx)
     out = []
     for row in shown.iter_rows(named=True):
         made = build(row)
         share = row["impact_ns"] / total if total else None  # Python's division, exact
+        warm = bool(first) and set(row["steps"]) <= first
         out.append(
             Finding(
                 rule.id,
-                made.get("severity") or severity(share, rule.opts),
-                made["title"],
-                made["detail"],
+                "info" if warm else made.get("severity") or severity(share, rule.opts),
+                f"warm-up only: {made['title']}" if warm else made["title"],
+                made["detail"]
+                + (
+                    f"; only in the trace's first {WARM_UP_STEPS} steps: start-up cost (first"
+                    " calls, allocations, autotuning), not the steady state"
+                    if warm
+                    else ""
+                ),
                 step=row["step"],
                 rank=row["rank"],
                 device=row["device"],
@@ -206,6 +225,7 @@ def findings(
                     if row[f"{m}_max"] is not None
                 },
                 advice=advice(rule.id, made["kind"], vendor, ctx.stack.ids),
+                warm_up=warm,
             )
         )
     if table.height > limit:
