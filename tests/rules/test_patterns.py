@@ -3,10 +3,13 @@ observations into patterns, severity from the share, and the advice table."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 
 from fixtures.scenario import KERNELS
+from tests.rules.scenarios import analysed
 from tracekit.rules import bubbles, fallback
 from tracekit.rules.advice import ANY, DEFAULT, advice, parse_key, table
 from tracekit.rules.patterns import (
@@ -113,3 +116,19 @@ def test_advice_table_has_a_text_for_every_kind() -> None:
     assert advice("bubbles", "unknown", "amd") == texts["bubbles"]["unknown"][DEFAULT]
     assert advice("bubbles", "new-kind", None) == texts["bubbles"][DEFAULT][DEFAULT]
     assert advice("a-plugin", "x", "nvidia") == texts[ANY][DEFAULT][DEFAULT]
+
+
+@pytest.mark.parametrize(("fault_steps", "warm"), [((0,), True), ((1,), True), ((2,), False)])
+def test_a_pattern_only_in_the_first_steps_is_warm_up(
+    tmp_path: Path, fault_steps: tuple[int, ...], warm: bool
+) -> None:
+    knobs = {"idle_bubble_ns": 150_000, "fallback_kernel": True, "fault_steps": fault_steps}
+    _, analysis = analysed("nsys", knobs, tmp_path)
+    [bubble] = [f for f in analysis.findings if f.rule == "bubbles"]
+    assert bubble.steps == list(fault_steps) and bubble.impact_ns == 150_000
+    assert bubble.warm_up is warm and bubble.title.startswith("warm-up only: ") is warm
+    assert (bubble.severity == "info") if warm else bubble.severity in ("warning", "error")
+    steady = [f for f in analysis.findings if not f.warm_up]
+    assert steady and all(f.rule != "bubbles" for f in steady) is warm
+    if warm:  # after every steady-state finding, however large it is
+        assert analysis.findings.index(bubble) >= len(steady)
