@@ -7,7 +7,9 @@ import polars as pl
 
 from tracekit.intervals import gaps, subtract
 from tracekit.metrics import KEY
+from tracekit.metrics.stream_waits import stream_waits
 
+MIN_COVER_NS = 1_000  # a wait this short covers half of no bubble (MIN_BUBBLE_NS and up)
 SYNC_API = r"(?i)synchroni[sz]e|EventSynchronize|StreamWait|aclrtSynchronize"
 
 
@@ -55,13 +57,56 @@ def comm_bubble_totals(
     )
 
 
+def _waited(bubbles: pl.DataFrame, waits: pl.DataFrame) -> pl.DataFrame:
+    """``bubbles`` with ``_wait``: the cause of a stream wait covering at least half of each
+    (the last one to start before the bubble, else the first to start inside it), null where
+    none does (a wait of a few ns in a long gap does not explain it)."""
+    dev = ["rank", "device"]
+    waits = waits.select(
+        pl.col("rank").cast(pl.Int32), pl.col("device").cast(pl.Int32), "start", "end", "cause"
+    )
+    waits = waits.filter(pl.col("end") - pl.col("start") >= MIN_COVER_NS).sort("start")
+    bubbles = bubbles.with_columns(pl.col("rank").cast(pl.Int32), pl.col("device").cast(pl.Int32))
+    found = []
+    for strategy, names in (
+        ("backward", ("_w0s", "_w0e", "_w0")),
+        ("forward", ("_w1s", "_w1e", "_w1")),
+    ):
+        right = waits.rename(dict(zip(("start", "end", "cause"), names)))
+        bubbles = (
+            bubbles.sort("start")
+            .join_asof(
+                right.with_columns(_key=pl.col(names[0])),
+                left_on="start",
+                right_on="_key",
+                by=dev,
+                strategy=strategy,  # type: ignore[arg-type]
+                check_sortedness=False,
+            )
+            .drop("_key")
+        )
+        cover = pl.min_horizontal(names[1], "end") - pl.max_horizontal(names[0], "start")
+        found.append(pl.when(2 * cover >= pl.col("end") - pl.col("start")).then(pl.col(names[2])))
+    return bubbles.with_columns(_wait=pl.coalesce(found)).drop(
+        "_w0s", "_w0e", "_w0", "_w1s", "_w1e", "_w1"
+    )
+
+
 def attributed_bubbles(
-    in_windows: pl.DataFrame, rows: pl.DataFrame, min_bubble_ns: int
+    in_windows: pl.DataFrame,
+    rows: pl.DataFrame,
+    min_bubble_ns: int,
+    waits: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The :func:`idle_gaps` of the work rows cut to their step's window (``in_windows``),
-    each with its ``cause`` (host-bound launch, host-bound sync, communication, or unknown,
-    judged from the host API calls among ``rows``) and the names of the rows ``before`` /
-    ``after`` the gap."""
+    each with its ``cause`` and the names of the rows ``before`` / ``after`` the gap.
+
+    Causes, the first that holds: host-bound launch (the next row's launch ended after the
+    gap began), a stream wait overlapping the gap (``waiting on a host callback``, ``waiting
+    on stream N``, ``waiting on an event``: :func:`~tracekit.metrics.stream_waits.
+    stream_waits` of ``rows``, or ``waits`` when the caller has them), host-bound sync (a
+    synchronize call among ``rows`` overlaps it), communication (a collective next to it),
+    else unknown."""
     idle = idle_gaps(in_windows, min_bubble_ns).sort("start")
     if idle.height == 0:
         return idle.with_columns(
@@ -129,9 +174,13 @@ def attributed_bubbles(
         )
         .with_columns(_sync=(pl.col("_s") < pl.col("end")) & (pl.col("_reach") > pl.col("start")))
     )
+    waits = stream_waits(rows, in_windows) if waits is None else waits
+    found = _waited(found, waits)
     cause = (
         pl.when(pl.col("_api_end") > pl.col("start"))
         .then(pl.lit("host-bound: launch"))
+        .when(pl.col("_wait").is_not_null())
+        .then(pl.col("_wait"))
         .when(pl.col("_sync").fill_null(False))
         .then(pl.lit("host-bound: sync"))
         .when(pl.col("_bcomm").fill_null(False) | pl.col("_acomm").fill_null(False))

@@ -22,6 +22,7 @@ METRIC_COLUMNS = (
     "comm_ns",
     "exposed_comm_ns",
     "sync_wait_ns",
+    "stream_wait_ns",
     "comm_overlap_ratio",
     "fallback_ns",
     "fallback_share",
@@ -55,6 +56,9 @@ LABELS: dict[str, Label] = {
     "comm_ns": Label("comm", "communication time"),
     "exposed_comm_ns": Label("exposed", "exposed communication"),
     "sync_wait_ns": Label("sync wait", "waiting for other ranks at collectives"),
+    # a stream blocked on an event (another stream's record, a host callback): the union of
+    # the waits, less the time the waiting stream ran work (tracekit.metrics.stream_waits)
+    "stream_wait_ns": Label("stream wait", "streams waiting on events"),
     "comm_overlap_ratio": Label("overlap", "compute-communication overlap"),
     "fallback_ns": Label("fallback", "fallback kernel time"),
     "fallback_share": Label("fallback share", "fallback share of compute"),

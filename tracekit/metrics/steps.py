@@ -82,12 +82,15 @@ def step_metrics(
     in_windows: pl.DataFrame | None = None,
     ranges: pl.DataFrame | None = None,
     waits: pl.DataFrame | None = None,
+    stream_waits: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The metrics table (columns :data:`METRIC_COLUMNS`) from classified, assigned work rows
     (``tracekit.steps.assign`` after ``tracekit.taxonomy.classify``) and their windows;
     ``in_windows`` is ``clipped(work, windows)`` when the caller already has it; ``ranges``
     (the steps' ``rank, step, phase, tokens``) gives each step its phase and tokens;
-    ``waits`` (:func:`tracekit.metrics.waits.sync_waits`) its ``sync_wait_ns``."""
+    ``waits`` (:func:`tracekit.metrics.waits.sync_waits`) its ``sync_wait_ns``;
+    ``stream_waits`` (:func:`tracekit.metrics.stream_waits.stream_wait_totals`) its
+    ``stream_wait_ns``."""
     own = work.lazy().filter(pl.col("step").is_not_null() & ~pl.col("is_part"))  # tasks once
     parts = [
         own.group_by(KEY)
@@ -112,6 +115,8 @@ def step_metrics(
     parts.append(pl.concat(pieces, how="vertical_relaxed") if len(pieces) > 1 else pieces[0])
     if waits is not None:
         parts.append(waits.select(*KEY, "sync_wait_ns"))
+    if stream_waits is not None:
+        parts.append(stream_waits.select(*KEY, "stream_wait_ns"))
     out = windows.select(*KEY, "start", "dur")
     for part in parts:
         out = out.join(part, on=KEY, how="left")
@@ -120,6 +125,8 @@ def step_metrics(
         out = out.join(phases, on=["rank", "step"], how="left")
     if "sync_wait_ns" not in out.columns:
         out = out.with_columns(sync_wait_ns=pl.lit(0, pl.Int64))
+    if "stream_wait_ns" not in out.columns:
+        out = out.with_columns(stream_wait_ns=pl.lit(0, pl.Int64))
     zero = [c for c in out.columns if c.endswith("_ns") or c == "bubble_count"]
     out = out.with_columns(pl.col(zero).fill_null(0).cast(pl.Int64))
     for name, dtype in (("phase", pl.String), ("tokens", pl.Int64)):

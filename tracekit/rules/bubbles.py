@@ -24,8 +24,16 @@ KINDS = {  # cause -> advice kind
     "host-bound: launch": "host_launch",
     "host-bound: sync": "host_sync",
     "communication": "communication",
+    "waiting on a host callback": "host_callback",
+    "waiting on an event": "stream_wait",
     "unknown": "unknown",
 }
+ON_STREAM = "waiting on stream "  # + the stream's id: advice kind ``stream_wait``
+
+
+def _kind(cause: str) -> str:
+    """The advice kind of a bubble's cause."""
+    return "stream_wait" if cause.startswith(ON_STREAM) else KINDS.get(cause, "default")
 
 
 class Bubbles(Rule):
@@ -37,7 +45,10 @@ class Bubbles(Rule):
     ``largest_bubble_ns`` in ``Analysis.step_metrics``). Each bubble is attributed:
     *host-bound: launch* (the launch of the work after it was still being issued when the
     device went idle), *host-bound: sync* (the host sat in a synchronize call),
-    *communication* (the device waits next to a collective), or *unknown*. The pattern is
+    *communication* (the device waits next to a collective), a stream wait the device
+    recorded (*waiting on a host callback*, *waiting on stream N*, *waiting on an event*:
+    :mod:`tracekit.metrics.stream_waits`; checked right after a late launch), or *unknown*.
+    The pattern is
     the cause with the kernels before and after the bubble (their short names), so the same
     stall in every step is one finding listing those steps. A pattern is reported when one
     of its bubbles reaches ``report_ns`` or its bubbles reach ``report_share`` of a step.
@@ -102,7 +113,7 @@ class Bubbles(Rule):
 def _describe(row: dict[str, Any]) -> dict[str, Any]:
     share = row["bubble_share"]
     return {
-        "kind": KINDS.get(row["cause"], "default"),
+        "kind": _kind(row["cause"]),
         "title": f"idle, {row['pattern']}: {row['impact_ns']:,} ns in {len(row['steps']):,} "
         "step(s)",
         "detail": f"the device sat idle ({row['cause']}) between {row['before']} and "

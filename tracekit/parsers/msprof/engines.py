@@ -15,6 +15,14 @@ The same kernel is called three ways (MANIFEST appendix A.3):
 :func:`classify` maps a core type when one is known, else the task type, else the row's name
 (rows of non-kernel tasks are named after their type). Unknown types read as kernels with no
 engine; the caller lists them in a warning.
+
+The runtime's non-kernel tasks (its task-type names: CANN runtime ``ProfilingAgent::
+RegisterProfTypeInfo``, hicann/runtime ``src/runtime/feature/src/common/profiling_agent.cc``)
+are never kernels: event records and waits, host function callbacks (``HOSTFUNC_CALLBACK``,
+``aclrtLaunchCallback``: the stream then waits on an event the host records when the callback
+returns), value writes and waits are ``sync``; stream control, profiling and debug tasks are
+``marker``. A ``NOTIFY_*`` task inside an HCCL operator becomes ``comm`` later
+(:mod:`.comm_tasks`); outside one it stays ``sync``.
 """
 
 from __future__ import annotations
@@ -57,6 +65,18 @@ _SYNC_TYPES = (
     "WRITE_VALUE_SQE",
     "BARRIER",
     "STREAM_SYNC",
+    "HOSTFUNC_CALLBACK",
+    "WriteValueTask",
+    "WRITE_VALUE",
+    "MEM_WRITE_VALUE",
+    "MEM_WAIT_VALUE",
+    "DAVID_EVENT_RECORD",
+    "DAVID_EVENT_WAIT",
+    "DAVID_EVENT_RESET",
+    "IPC_EVENT_RECORD",
+    "IPC_EVENT_WAIT",
+    "CAPTURE_RECORD",
+    "CAPTURE_WAIT",
 )
 _MARKER_TYPES = (
     "PROFILING_ENABLE",
@@ -85,6 +105,35 @@ _MARKER_TYPES = (
     "STARS_COND",
     "END_GRAPH",
     "MODEL_END_GRAPH",
+    "MODEL_EXIT_GRAPH",
+    "PC_TRACE",
+    "PROFILER_TRACE",
+    "PROFILER_TRACE_EX",
+    "CREATE_L2_ADDR",
+    "DATADUMP_LOADINFO",
+    "FUSIONDUMP_ADDR_SET",
+    "STREAM_SWITCH_N",
+    "STREAM_LABEL_SWITCH_BY_INDEX",
+    "STREAM_LABEL_GOTO",
+    "ONLINE_PROF_ENABLE",
+    "ONLINE_PROF_DISABLE",
+    "ADC_PROF",
+    "DEVICE_RINGBUFFER_CONTROL",
+    "DEBUG_REGISTER_FOR_STREAM",
+    "DEBUG_UNREGISTER_FOR_STREAM",
+    "GET_DEVICE_MSG",
+    "OVERFLOW_SWTICH_SET",
+    "STREAM_TAG_SET",
+    "SET_STREAM_MODE",
+    "IPC_INT_NOTICE",
+    "ALLOC_DSA_ADDR",
+    "FLIP_TASK",
+    "MODEL_TASK_UPDATE",
+    "AICPU_LOADINFO",
+    "NOP",
+    "GET_STARS_VERSION",
+    "TASK_SQE_UPDATE",
+    "RDMA_PI_VALUE_MODIFY",
 )
 
 # task type (runtime / FFTS+ context / SQE / hwts) -> (kind, engine)
