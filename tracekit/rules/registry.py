@@ -12,8 +12,9 @@ from tracekit.rules.fallback import Fallback
 from tracekit.rules.mc2 import Mc2
 from tracekit.rules.overlap import Overlap
 from tracekit.rules.stragglers import Stragglers
+from tracekit.rules.transfers import Transfers
 
-BUILTIN: tuple[type[Rule], ...] = (Overlap, Fallback, Mc2, Bubbles, Stragglers)
+BUILTIN: tuple[type[Rule], ...] = (Overlap, Fallback, Mc2, Bubbles, Stragglers, Transfers)
 GROUP = "tracekit.rules"
 
 
