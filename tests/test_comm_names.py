@@ -141,3 +141,35 @@ def test_inductor_kernels_and_broadcasting_ops_are_not_guesses() -> None:
     frame = _frame([{"name": n} for n in names])
     assert guessed_comm(frame, "nvidia").height == 0
     assert not classify(frame, "nvidia")["is_comm"].any()
+
+
+def test_the_look_alikes_include_tensor_reductions() -> None:
+    # a name is communication by its function: a reduction over one device's tensor whose
+    # name holds a collective's words ("All_Reduce" in aclnnAll_ReduceAll_ReduceAll) is not
+    alike = {r["name"] for r in ROWS if r["is_comm"] == "false"}
+    reductions = {
+        "aclnnAll_ReduceAll_ReduceAll", "ReduceAll", "aclnnAny_ReduceAny_ReduceAny", "ReduceSum",
+        "aclnnReduceSum_ReduceSumOpAiCore_ReduceSum", "triton_unk_fused_all_reduce_add_0",
+    }  # fmt: skip
+    assert reductions <= alike
+    assert any("at::native::reduce_kernel" in n for n in alike)
+    frame = _frame([{"name": n} for n in sorted(reductions)])
+    out = classify(frame, "ascend")
+    assert not out["is_comm"].any() and guessed_comm(frame, "ascend").height == 0
+    assert set(out.filter(pl.col("name").str.contains("Reduce"))["category"]) == {"elementwise"}
+
+
+@pytest.mark.parametrize("kind", ["comm", "kernel"])
+def test_a_reduction_is_communication_by_its_engine_or_kind(kind: str) -> None:
+    # an HCCL operator's reduce task on the AI Cores is the collective's (kind comm, engine
+    # comm); the same name as a plain kernel on the AI Vector cores is a tensor reduction
+    engine = "comm" if kind == "comm" else "aiv"
+    frame = pl.DataFrame(
+        {"name": ["ReduceSum_AddN", "aclnnAll_ReduceAll_ReduceAll"], "kind": [kind] * 2,
+         "engine": [engine] * 2, "dur": [4_000, 6_000]},
+        schema=SCHEMA,
+    )  # fmt: skip
+    out = classify(frame, "ascend")
+    assert out["is_comm"].to_list() == [kind == "comm"] * 2
+    comm_ns = out.filter("is_comm")["dur"].sum()
+    assert comm_ns == (10_000 if kind == "comm" else 0)

@@ -12,18 +12,27 @@ from fixtures.step_truth import ROLE_CATEGORY
 from tracekit.errors import TraceError
 from tracekit.taxonomy import classify, load_patterns, vendor_of
 
+VLLM = frozenset({"vllm", "pytorch"})
+EAGER_MUL = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float,"
+    " float, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 3ul> >(int)"
+)
+
 
 def _rows(names: list[str], kind: str = "kernel", engine: str | None = None) -> pl.DataFrame:
     return pl.DataFrame({"name": names, "kind": [kind] * len(names),
                          "engine": [engine] * len(names), "device": [0] * len(names)})  # fmt: skip
 
 
-def _one(name: str, vendor: str | None = "nvidia", **kw: str) -> dict:
-    return classify(_rows([name], **kw), vendor).row(0, named=True)
+def _one(
+    name: str, vendor: str | None = "nvidia", stack: frozenset[str] = frozenset(), **kw: str
+) -> dict:
+    return classify(_rows([name], **kw), vendor, stack=stack).row(0, named=True)
 
 
 def test_scenario_kernels_get_their_hand_labelled_category_and_flags() -> None:
-    out = classify(_rows([k.name for k in KERNELS.values()]), "nvidia")
+    # the scenario is a vLLM step: its eager chain is the engine's fallback
+    out = classify(_rows([k.name for k in KERNELS.values()]), "nvidia", stack=VLLM)
     got = out.select("category", "is_comm", "is_fused_comm", "is_fallback").rows()
     want = [(ROLE_CATEGORY[r], k.comm, k.fused_comm, k.fallback) for r, k in KERNELS.items()]
     assert got == want
@@ -53,8 +62,8 @@ def test_names(name: str, category: str, comm: bool, fused: bool) -> None:
 
 
 def test_fallbacks_by_vendor_engine_and_name() -> None:
-    assert _one("triton_poi_fused_add_3", "amd")["is_fallback"]
-    assert not _one("triton_poi_fused_add_3", "nvidia")["is_fallback"]
+    for vendor in ("amd", "nvidia"):  # Inductor's kernels are torch.compile's compiled path
+        assert not _one("triton_poi_fused_add_3", vendor, VLLM | {"aiter"})["is_fallback"]
     assert _one("IndexPutV2", "ascend", engine="ai_cpu")["is_fallback"]
     assert _one("DropOutDoMaskAiCpu", "ascend", engine="aic")["is_fallback"]
     assert not _one("MoeDistributeDispatchV2<Fused>Aicpu", "ascend")["is_fallback"]  # MC² phase
@@ -101,3 +110,48 @@ def test_vendor_from_metadata() -> None:
     assert vendor_of({"format": "nsys"}) == "nvidia"
     assert vendor_of({"format": "kineto", "producer": {"backend": "roctracer"}}) == "amd"
     assert vendor_of({}) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "vendor", "stack", "fallback"),
+    [
+        # an eager ATen chain is a fallback inside a serving engine's step only
+        (EAGER_MUL, "nvidia", VLLM, True),
+        (EAGER_MUL, "amd", frozenset({"sglang", "aiter"}), True),
+        (EAGER_MUL, "nvidia", frozenset({"pytorch", "eager"}), False),  # eager training
+        (EAGER_MUL, "amd", frozenset(), False),  # a benchmark: nothing else known
+        # vLLM's Triton fused MoE: its deliberate kernel on NVIDIA, its fallback on ROCm
+        # where AITER runs elsewhere (the AITER MoE switch is off)
+        ("fused_moe_kernel", "nvidia", VLLM | {"triton"}, False),
+        ("fused_moe_kernel", "amd", VLLM | {"triton"}, False),  # no AITER in this trace
+        ("fused_moe_kernel", "amd", VLLM | {"aiter"}, True),
+        ("fused_moe_kernel_gptq_awq", "amd", frozenset({"sglang", "aiter"}), True),
+        ("fused_moe_kernel", "amd", frozenset({"aiter"}), False),  # no engine
+        ("_fused_moe_kernel", "amd", VLLM | {"aiter"}, False),  # AITER's own Triton MoE
+        # deliberate Triton kernels of the engines: never fallbacks
+        ("kernel_unified_attention_2d", "amd", VLLM | {"aiter"}, False),
+        ("_matmul_ogs_NNT_bf16xbf16xmxfp4_128x128x128x1_swiglu", "amd", VLLM | {"aiter"}, False),
+        ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0", "amd", VLLM | {"aiter"}, False),
+    ],
+)
+def test_a_fallback_depends_on_the_stack(
+    name: str, vendor: str, stack: frozenset[str], fallback: bool
+) -> None:
+    assert _one(name, vendor, stack)["is_fallback"] is fallback
+
+
+def test_stack_conditions_any_of_and_all_of(tmp_path: Path) -> None:
+    extra = tmp_path / "mine.toml"
+    extra.write_text(
+        '[[fallback]]\nmatch = "^slow_a"\nstacks = ["vllm+aiter", "atom"]\n'
+        '[[fallback]]\nmatch = "^slow_b"\nnot_stacks = ["inductor"]\n'
+    )
+    table = load_patterns(extra)
+
+    def flags(stack: set[str]) -> list[bool]:
+        out = classify(_rows(["slow_a", "slow_b"]), "amd", table, frozenset(stack))
+        return out["is_fallback"].to_list()
+
+    assert flags({"vllm", "aiter"}) == [True, True]
+    assert flags({"vllm"}) == [False, True]
+    assert flags({"atom", "inductor"}) == [True, False]

@@ -1,4 +1,6 @@
-"""Rule ``fallback``: kernels that betray a slow path, one finding per fallback chain."""
+"""Rule ``fallback``: operators on a slow path where the trace's stack has a faster kernel,
+one finding per fallback chain (what is a fallback is decided per stack by the taxonomy's
+``[[fallback]]`` entries)."""
 
 from __future__ import annotations
 
@@ -24,10 +26,13 @@ KINDS = ("ai_cpu_cast", "ai_cpu", "triton", "eager", "other")
 _WHAT = {
     "ai_cpu_cast": "a conversion on the AI CPU",
     "ai_cpu": "operators on the AI CPU",
-    "triton": "generated Triton kernels",
-    "eager": "a PyTorch eager at::native chain",
+    "triton": "the engine's Triton fallback kernel",
+    "eager": "a PyTorch eager at::native chain inside the engine's step",
     "other": "slow-path kernels",
 }
+# The Triton kernels of an engine's documented fallback path (taxonomy.toml [[fallback]]):
+# vLLM's / SGLang's Triton fused MoE where AITER's would run.
+TRITON_FALLBACK = r"^(fused_moe_kernel|triton_)"
 STATS = ("fallback_ns", "chains", "kernels", "step_share")
 
 
@@ -66,7 +71,7 @@ def fallback_chains(work: pl.DataFrame) -> pl.DataFrame:
         .then(0)
         .when(ai_cpu)
         .then(1)
-        .when(pl.col("label").str.starts_with("triton_"))
+        .when(name.str.contains(TRITON_FALLBACK))
         .then(2)
         .when(name.str.contains("at::native", literal=True))
         .then(3)
@@ -96,26 +101,34 @@ def fallback_chains(work: pl.DataFrame) -> pl.DataFrame:
 
 
 class Fallback(Rule):
-    """Kernels that betray a slow path: one finding per fallback chain.
+    """Operators on a slow path where the stack has a faster kernel: one finding per chain.
 
-    Detects the rows the taxonomy flags ``is_fallback``: PyTorch-eager ``at::native``
-    elementwise/reduce kernels (an unfused op chain where one fused kernel is expected),
-    TorchInductor Triton kernels on ROCm where AITER/CK kernels are expected, and Ascend
-    operators that run on the AI CPU. A *chain* is a run of such rows one after another on
+    Detects the rows the taxonomy flags ``is_fallback``, which depends on the trace's stack
+    (:mod:`tracekit.stack`): PyTorch-eager ``at::native`` elementwise/reduce kernels inside a
+    serving engine's step (vLLM, SGLang, TensorRT-LLM, ATOM, vllm-ascend, MindIE: the engine
+    fuses or compiles these operations elsewhere); the engine's documented Triton fallback
+    (vLLM's / SGLang's Triton ``fused_moe_kernel`` on ROCm where AITER runs elsewhere in the
+    trace, i.e. its AITER MoE switch is off); and Ascend operators on the AI CPU. Not
+    fallbacks: TorchInductor's generated kernels (torch.compile's compiled path), an engine's
+    deliberate Triton / TileLang / FlyDSL kernels, and eager kernels of training steps or
+    benchmarks without a serving engine. A *chain* is a run of such rows one after another on
     a stream; its pattern is the sequence of its kernels' short names (a name repeated in a
     row counted once), so the same chain in every layer and step is one finding. Why it
     matters: each chain costs several launches and memory round trips instead of one fused
-    kernel, and AI CPU operators are slow and serialise the stream.
+    kernel, a fallback kernel runs slower than the library's tuned one, and AI CPU operators
+    are slow and serialise the stream.
 
     Impact: the summed time of the chain's kernels over every step, rank and device where it
     runs (what replacing it by a free kernel would save: the most a fused kernel can save).
     Severity from its share of the summed step time; advice by kind (eager chain, Triton,
-    AI CPU cast, AI CPU operator) and vendor.
+    AI CPU cast, AI CPU operator), vendor and stack.
 
     Triggers: ``at::native::vectorized_elementwise_kernel<... silu_kernel ...>`` then
     ``... MulFunctor ...`` instead of ``vllm::act_and_mul_kernel`` in one layer of every step
-    -> one finding listing every step, impact the chain's time summed over them.
-    Clean: the same steps with the fused ``act_and_mul_kernel`` -> nothing.
+    in a vLLM trace -> one finding listing every step, impact the chain's time summed over
+    them. Clean: the same steps with the fused ``act_and_mul_kernel``, or the same eager chain
+    in a training step with no serving engine, or Inductor's ``triton_poi_fused_*`` kernels
+    -> nothing.
     """
 
     id: ClassVar[str] = "fallback"
