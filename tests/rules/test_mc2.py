@@ -238,11 +238,15 @@ def test_all_to_all_between_gemms_names_the_fused_moe_operator(tmp_path: Path, f
         assert (dispatch.impact_ns, combine.impact_ns) == (527_082, 571_478)
 
 
-def test_tiny_shapes_are_info_with_no_fusion_advice(tmp_path: Path) -> None:
-    # the o_proj MatMul has 64 rows: one 128-row MC² tile, nothing to overlap
-    sc, found, hint = _fusion("small", "torch_npu", tmp_path)
+@pytest.mark.parametrize("fmt", list(FUSION_WRITERS))
+def test_tiny_shapes_are_info_with_no_fusion_advice(tmp_path: Path, fmt: str) -> None:
+    # the o_proj GEMM has 64 rows: one 128-row tile, nothing to overlap (Ascend: the
+    # MatMul's Input Shapes; Kineto: aten::mm's Input Dims, reached by its External id)
+    sc, found, hint = _fusion("small", fmt, tmp_path)
     [f] = found
     assert f.severity == "info" and f.pattern.endswith("(small shapes)")
     assert (f.impact_ns, f.metrics["pairs"]) == (role_ns(sc, "nccl_allreduce"), 4)
-    assert f.advice == hint("unfused_small")
+    assert f.advice == hint("unfused_small") and "fused" not in f.advice.split(":")[1]
     assert "MatmulAllReduce" not in f.advice and "64 rows" in f.detail and "256" in f.detail
+    source = "CANN MC² tiling" if fmt == "torch_npu" else "torch.distributed._symmetric_memory"
+    assert source in f.detail

@@ -41,11 +41,16 @@ GROUPED_GEMM = (
 TILE_ROWS = 128
 MIN_ROWS = 2 * TILE_ROWS
 K_RANGE = (256, 65535)
-SHAPE_SOURCE = (
-    "CANN MC² tiling cuts the matmul's rows into tiles of at least 128 (ops-transformer "
-    "hccl_formulaic_tiling.h / matmul_formulaic_tiling.h BASE_BLOCK_M): below "
-    f"{MIN_ROWS} rows there is one tile and nothing to overlap"
-)
+SHAPE_SOURCES = {
+    "ascend": "CANN MC² tiling cuts the matmul's rows into tiles of at least 128 "
+    "(ops-transformer hccl_formulaic_tiling.h / matmul_formulaic_tiling.h BASE_BLOCK_M): "
+    f"below {MIN_ROWS} rows there is one tile and nothing to overlap",
+    None: "a fused GEMM + collective kernel overlaps them by cutting the GEMM's rows into "
+    "chunks, one per peer or per communication tile (PyTorch's fused all-gather / "
+    "reduce-scatter matmul in torch.distributed._symmetric_memory: one chunk per rank), "
+    f"each worth at least one {TILE_ROWS}-row GEMM tile: below {MIN_ROWS} rows there is "
+    "one tile and nothing to overlap",
+}
 
 
 def is_gemm() -> pl.Expr:
@@ -62,8 +67,8 @@ def unfused_pairs(work: pl.DataFrame | pl.LazyFrame, max_gap_ns: int) -> pl.Data
     wins over the one on its device. Rows that are one task of another never count as
     neighbours. One row per collective and side with a GEMM: the collective row, ``row`` (its
     index among the kernel rows: the same for both sides), ``gemm`` (the neighbour's name),
-    ``gemm_args`` (its args), ``grouped`` (the GEMM is a grouped MoE GEMM) and ``order``
-    ("gemm first" or "collective first")."""
+    ``gemm_args`` and ``gemm_corr`` (its args and correlation id), ``grouped`` (the GEMM is
+    a grouped MoE GEMM) and ``order`` ("gemm first" or "collective first")."""
     kernels = (
         work.lazy()
         .filter(pl.col("kind").is_in(_KERNEL_LIKE) & ~pl.col("is_part"))
@@ -95,7 +100,9 @@ def unfused_pairs(work: pl.DataFrame | pl.LazyFrame, max_gap_ns: int) -> pl.Data
         ]
     )
     gemms = (
-        kernels.select("_i", gemm=pl.col("name").cast(pl.String), gemm_args="args")
+        kernels.select(
+            "_i", gemm=pl.col("name").cast(pl.String), gemm_args="args", gemm_corr="corr"
+        )
         .filter(pl.col("_i").is_in(sides["_g"].implode()))
         .collect()
     )
@@ -210,39 +217,19 @@ def fused_kind(name: str, args: str | None, order: str, grouped: bool) -> str | 
     return FITS.get((kind, order, grouped), NO_FIT)
 
 
-def gemm_shape(args: str | None) -> tuple[int, int] | None:
-    """(rows m, inner k) of a GEMM from its row's ``input_shapes`` (Ascend ``Input Shapes``:
-    ``"m,k;k,n"``, the first input possibly batched ``"b,s,k"``), or None where the row has
-    none. m is the product of the first input's dimensions but the last, k that last one."""
-    if not args:
-        return None
-    found = re.search(r'"input_shapes":\s*"([^"]*)"', args)
-    if not found:
-        return None
-    first = found.group(1).split(";")[0].strip()
-    try:
-        dims = [int(d) for d in first.split(",") if d.strip()]
-    except ValueError:
-        return None
-    if len(dims) < 2:
-        return None
-    rows = 1
-    for d in dims[:-1]:
-        rows *= d
-    return rows, dims[-1]
-
-
-def too_small(shape: tuple[int, int] | None, kind: str | None) -> str | None:
+def too_small(
+    shape: tuple[int, int] | None, kind: str | None, vendor: str | None = None
+) -> str | None:
     """Why fusing a pair whose GEMM has ``shape`` would not pay off (or is not supported),
     as a sentence; None where it would or the shape is not known."""
     if shape is None or kind not in SHAPED:
         return None
     rows, k = shape
     if rows < MIN_ROWS:
-        return f"the GEMM has {rows:,} rows (k = {k:,}), fewer than {MIN_ROWS} ({SHAPE_SOURCE})"
-    if kind in ("unfused_all_gather", "unfused_reduce_scatter") and not (
-        K_RANGE[0] <= k < K_RANGE[1]
-    ):
+        source = SHAPE_SOURCES.get(vendor) or SHAPE_SOURCES[None]
+        return f"the GEMM has {rows:,} rows (k = {k:,}), fewer than {MIN_ROWS} ({source})"
+    cann_only = kind in ("unfused_all_gather", "unfused_reduce_scatter")
+    if vendor == "ascend" and cann_only and not (K_RANGE[0] <= k < K_RANGE[1]):
         return (
             f"the GEMM's k = {k:,} is outside [{K_RANGE[0]}, {K_RANGE[1]}), the range the "
             "fused all-gather / reduce-scatter matmul operators take (CANN "

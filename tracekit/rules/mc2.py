@@ -8,13 +8,13 @@ from typing import Any, ClassVar
 import polars as pl
 
 from tracekit.metrics import IS_COMPUTE, KEY
+from tracekit.metrics.shapes import ASCEND_SHAPES, launching_op_dims, matmul_shape
 from tracekit.metrics.streams import comm_exposure
 from tracekit.model import Context, Finding
 from tracekit.rules.base import Rule
 from tracekit.rules.fusion_pairs import (
     PRIORITY,
     fused_kind,
-    gemm_shape,
     too_small,
     unfused_pairs,
 )
@@ -27,6 +27,7 @@ from tracekit.rules.patterns import (
     step_time,
     summarise,
 )
+from tracekit.taxonomy import vendor_of
 
 STATS = ("collective_ns", "fused_ns", "exposed_ns", "count")
 SMALL = "unfused_small"  # a pair whose shapes are too small for fusion to pay off
@@ -82,7 +83,7 @@ class Mc2(Rule):
     def run(self, ctx: Context) -> list[Finding]:
         """One finding per unfused GEMM + collective pair and per fused operator."""
         work = ctx.work.lazy().filter(pl.col("step").is_not_null())
-        parts = [self._pairs(work)]
+        parts = [self._pairs(work, ctx.rows, vendor_of(ctx.meta))]
         if self.opts["fused"]:
             parts.append(_fused(work))
         obs = [p for p in parts if p.height]
@@ -93,14 +94,16 @@ class Mc2(Rule):
         table = summarise(obs.with_columns(missing), STATS, step_time(ctx))
         return findings(self, ctx, table, _describe, STATS)
 
-    def _pairs(self, work: pl.LazyFrame) -> pl.DataFrame:
+    def _pairs(self, work: pl.LazyFrame, rows: pl.DataFrame, vendor: str | None) -> pl.DataFrame:
         """Observations of the unfused pairs a fused operator fits: one row per (pattern,
         rank, device, step); a pair whose shapes are too small for fusion to pay off is a
         pattern of its own (kind :data:`SMALL`)."""
         pairs = unfused_pairs(work, self.opts["max_gap_ns"])
         if pairs.height == 0:
             return pl.DataFrame()
-        pairs = _judged(labelled(labelled(pairs, "name", "_coll"), "gemm", "_gemm"))
+        gemms = pairs.select("rank", corr="gemm_corr", args="gemm_args")
+        pairs = pairs.with_columns(gemm_dims=launching_op_dims(rows, gemms)["input_dims"])
+        pairs = _judged(labelled(labelled(pairs, "name", "_coll"), "gemm", "_gemm"), vendor)
         if pairs.height == 0:
             return pl.DataFrame()
         first = pl.col("order") == "gemm first"
@@ -129,7 +132,7 @@ class Mc2(Rule):
         )
 
 
-def _judged(pairs: pl.DataFrame) -> pl.DataFrame:
+def _judged(pairs: pl.DataFrame, vendor: str | None) -> pl.DataFrame:
     """The pairs a fused operator fits, with ``fit`` (their advice kind) and ``small`` (why
     their shapes are too small for it to pay off, null where they are not or are not known);
     decided once per distinct collective, order, GEMM kind and GEMM shapes."""
@@ -138,26 +141,27 @@ def _judged(pairs: pl.DataFrame) -> pl.DataFrame:
         "order",
         "grouped",
         _named=pl.col("args").str.extract(r'("collective":\s*"[^"]*")'),
-        _shapes=pl.col("gemm_args").str.extract(r'("input_shapes":\s*"[^"]*")'),
+        _shapes=pl.col("gemm_args").str.extract(ASCEND_SHAPES),
+        _dims="gemm_dims",
     )
     distinct = keys.unique()
     fit, small = [], []
-    for name, order, grouped, named, shapes in distinct.iter_rows():
+    for name, order, grouped, named, shapes, dims in distinct.iter_rows():
         kind = fused_kind(name, "{" + named + "}" if named else None, order, grouped)
         fit.append(kind)
-        small.append(too_small(gemm_shape("{" + shapes + "}" if shapes else None), kind))
+        small.append(too_small(matmul_shape(shapes, dims), kind, vendor))
     judged = distinct.with_columns(
         fit=pl.Series(fit, dtype=pl.String), small=pl.Series(small, dtype=pl.String)
     )
-    on = ["name", "order", "grouped", "_named", "_shapes"]
+    on = ["name", "order", "grouped", "_named", "_shapes", "_dims"]
     return (
-        pairs.with_columns(keys.select("_named", "_shapes"))
+        pairs.with_columns(keys.select("_named", "_shapes", "_dims"))
         .join(judged, on=on, how="left", nulls_equal=True, maintain_order="left")
         .filter(pl.col("fit").is_not_null())
         .with_columns(_rank=pl.col("fit").replace_strict(PRIORITY, list(range(len(PRIORITY)))))
         .sort("_rank", pl.col("order") != "gemm first", maintain_order=True)
         .unique("row", keep="first", maintain_order=True)  # one pair per collective
-        .drop("_named", "_shapes", "_rank", "row")
+        .drop("_named", "_shapes", "_dims", "_rank", "row")
     )
 
 

@@ -30,10 +30,11 @@ ARGS_BY_KIND: dict[str, tuple[str, ...]] = {
     "memcpy": ("external_id", "bytes", "bandwidth"),
     "memset": ("external_id", "bytes", "bandwidth"),
     "sync": ("external_id", "wait_on_stream", "wait_on_event_corr", "event_id"),
-    "op": ("external_id", *NCCL),
+    "op": ("external_id", "input_dims", *NCCL),
     "api": ("external_id",),
 }
 _RAW_KEYS = ("grid", "block")  # JSON text as the trace wrote it
+_BYTES_KEYS = ("input_dims",)  # JSON text copied out of the input as bytes
 _FLOAT_KEYS = ("occupancy", "bandwidth")
 _TEXT_KEYS = ("collective", "dtype", "pg_name", "pg_desc", "pg_ranks")
 
@@ -78,7 +79,7 @@ def _without_sentinels(values: pa.Array) -> pa.Array:
 
 def _json_text(key: str, values: pa.Array) -> pa.Array:
     """JSON text of each value of one args column (null stays null)."""
-    if key in _RAW_KEYS:
+    if key in _RAW_KEYS or key in _BYTES_KEYS:
         return values  # already JSON text
     if key in _TEXT_KEYS:  # NCCL details: few rows, escaped by msgspec one by one
         texts = [None if v is None else msgspec.json.encode(v).decode() for v in values.to_pylist()]
@@ -205,6 +206,8 @@ class Batch:
             values = group.column(key)
             if key in _RAW_KEYS:
                 array = _json_texts(values)
+            elif key in _BYTES_KEYS:
+                array = pa.array(values, pa.binary()).cast(pa.string())
             elif key in _TEXT_KEYS:
                 array = texts(values)
             elif key in _FLOAT_KEYS:

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -214,6 +215,8 @@ class EventColumns:
                 ]
             if key == "collective":
                 collectives = values.count(None) < n
+            if key == "input_dims":  # Raw views of the input text, copied out
+                values = [_json_bytes(v) for v in values]
             group.add(key, values)
 
     def take_batch(self) -> Batch:
@@ -221,3 +224,13 @@ class EventColumns:
         batch = Batch(self._groups, self.typed, self.rank, self.rank_in_args)
         self._groups, self.rows, self.typed = {}, 0, True
         return batch
+
+
+def _json_bytes(value: Any) -> bytes | None:
+    """JSON text of a value as bytes: a Raw's own text (copied, so that it pins nothing), or
+    a leniently decoded value encoded again; None for none."""
+    if value is None:
+        return None
+    if isinstance(value, msgspec.Raw):
+        return bytes(value)
+    return msgspec.json.encode(value)

@@ -28,6 +28,9 @@ class Args(msgspec.Struct, gc=False):
     """
 
     external_id: Int = msgspec.field(name="External id", default=None)
+    # an operator's input shapes (record_shapes): kept as the trace's JSON text; collect.py
+    # copies it out at once, so that no Raw pins the input text
+    input_dims: msgspec.Raw | None = msgspec.field(name="Input Dims", default=None)
     device: Int = None
     stream: Int = None
     correlation: Int = None

@@ -1,0 +1,46 @@
+"""Shapes of what a kernel computed: Ascend ``input_shapes`` on the device row, Kineto
+``Input Dims`` on the launching operator (kept by the parser, reached by External id)."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+import tracekit
+from tests.conftest import real_file
+from tracekit.metrics.shapes import launching_op_dims, matmul_shape
+
+
+def test_matmul_shape_takes_the_first_input_of_two_or_more_dimensions() -> None:
+    assert matmul_shape("64,16384;16384,7168", None) == (64, 16384)
+    assert matmul_shape("4,16,7168;7168,2112", None) == (64, 7168)  # batched rows multiply
+    assert matmul_shape(None, "[[1024],[8944,1024],[1024,1024],[],[]]") == (8944, 1024)  # addmm
+    assert matmul_shape(None, "[[16,559,1024],[1024,1024],[1024]]") == (8944, 1024)  # linear
+    assert matmul_shape(None, "[[7168],[]]") is None
+    assert matmul_shape("a,b", None) is None and matmul_shape(None, "not json") is None
+    assert matmul_shape(None, None) is None
+
+
+def test_kineto_input_dims_reach_the_gemm_kernels() -> None:
+    path = real_file(
+        "nvidia", "tracelens-h100-hf-qwen1.5-0.5b/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
+    )
+    analysis = tracekit.analyze(tracekit.load(path), [])
+    ops = analysis.rows.filter(pl.col("kind") == "op")
+    linear = ops.filter(pl.col("name") == "aten::linear")["args"][0]
+    assert json.loads(linear)["input_dims"] == [[16, 559, 1024], [1024, 1024], [1024]]
+    gemms = analysis.work.filter(pl.col("category") == "gemm")
+    found = launching_op_dims(analysis.rows, gemms.select("rank", "corr", "args"))
+    assert gemms.height == 242 and found.height == 242
+    by_op = found.drop_nulls().group_by("op").len().sort("op")
+    # 73 GEMMs have no launch call in this TraceLens-trimmed trace: no shapes, not guessed
+    assert dict(by_op.iter_rows()) == {"aten::addmm": 72, "aten::bmm": 1, "aten::mm": 96}
+    mm = found.filter(pl.col("op") == "aten::mm")["input_dims"].unique().sort().to_list()
+    # the 8,944-token prefill's projections: o_proj, MLP up/gate, down
+    assert mm == [
+        "[[8944,1024],[1024,1024]]",
+        "[[8944,1024],[1024,2816]]",
+        "[[8944,2816],[2816,1024]]",
+    ]
+    assert {matmul_shape(None, d) for d in mm} == {(8944, 1024), (8944, 2816)}

@@ -1,0 +1,76 @@
+"""The shapes a device row computed on, where the trace records them: Ascend operators carry
+``input_shapes`` (``"m,k;k,n"``) on the device row itself; PyTorch-profiler traces recorded
+with ``record_shapes`` carry ``input_dims`` (``[[m, k], [k, n]]``) on the host operator that
+launched the kernel, reached through the External id that the kernel, its launch call and the
+operator share (the kernel's own, else its launch call's)."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+EXTERNAL_ID = r'"external_id":\s*(\d+)'
+ASCEND_SHAPES = r'"input_shapes":\s*"([^"]*)"'
+
+
+def _external_ids() -> pl.Expr:
+    return pl.col("args").str.extract(EXTERNAL_ID).cast(pl.Int64)
+
+
+def launching_op_dims(rows: pl.DataFrame, wanted: pl.DataFrame) -> pl.DataFrame:
+    """For each device row of ``wanted`` (columns ``rank``, ``corr``, ``args``, in any
+    order): ``op`` and ``input_dims`` (JSON text) of the host operator that launched it;
+    null where the trace recorded no shapes. One output row per input row, in order."""
+    empty = wanted.with_columns(
+        op=pl.lit(None, pl.String), input_dims=pl.lit(None, pl.String)
+    ).select("op", "input_dims")
+    has_dims = pl.col("args").str.contains('"input_dims"', literal=True).fill_null(False)
+    ops = rows.filter((pl.col("kind") == "op") & has_dims)
+    if ops.height == 0 or wanted.height == 0:
+        return empty
+    ops = ops.select(
+        "rank",
+        _ext=_external_ids(),
+        op=pl.col("name").cast(pl.String),
+        input_dims=pl.col("args").str.json_path_match("$.input_dims"),
+    ).unique(["rank", "_ext"], keep="first")
+    calls = rows.filter((pl.col("kind") == "api") & pl.col("corr").is_not_null()).select(
+        "rank", "corr", _call_ext=_external_ids()
+    )
+    calls = calls.filter(pl.col("_call_ext").is_not_null()).unique(["rank", "corr"])
+    found = (
+        wanted.select("rank", "corr", _own=_external_ids())
+        .join(calls, on=["rank", "corr"], how="left", maintain_order="left")
+        .with_columns(_ext=pl.coalesce("_own", "_call_ext"))
+        .join(ops, on=["rank", "_ext"], how="left", maintain_order="left")
+    )
+    return found.select("op", "input_dims")
+
+
+def matmul_shape(input_shapes: str | None, input_dims: str | None) -> tuple[int, int] | None:
+    """(rows m, inner k) of a GEMM: its first input of two or more dimensions, m the product
+    of all but the last, k the last. From Ascend ``input_shapes`` (``"b,s,k;k,n"``) or a
+    PyTorch operator's ``input_dims`` JSON (``[[k], [m, k], [k, n]]`` for ``addmm``: the
+    one-dimensional bias is skipped); None where neither says."""
+    inputs: list[list[int]] = []
+    if input_shapes:
+        try:
+            inputs = [
+                [int(d) for d in part.split(",") if d.strip()] for part in input_shapes.split(";")
+            ]
+        except ValueError:
+            inputs = []
+    elif input_dims:
+        try:
+            decoded = json.loads(input_dims)
+        except ValueError:
+            decoded = []
+        inputs = [d for d in decoded if isinstance(d, list) and all(isinstance(x, int) for x in d)]
+    first = next((dims for dims in inputs if len(dims) >= 2), None)
+    if first is None:
+        return None
+    rows = 1
+    for d in first[:-1]:
+        rows *= d
+    return rows, first[-1]
