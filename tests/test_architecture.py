@@ -17,7 +17,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("timeline",),
     ("intervals", "names", "engine_frames", "pftrace", "progress", "bootstrap", "data", "memory"),
     ("parsers", "taxonomy"),
-    ("load", "runs", "export", "stats"),
+    ("load", "runs", "export", "stats", "stack"),
     ("steps",),
     ("model",),
     ("metrics",),

@@ -182,8 +182,9 @@ def test_checks_show_in_summary_analyze_and_markdown(tmp_path: Path) -> None:
         out = run_cli("--no-color", command, str(path), env={"COLUMNS": "300"}).stdout
         lines = out.splitlines()  # what the trace is first, then the checks that did not pass
         assert lines[0].startswith("workload: LLM serving, decode (high)")
-        assert lines[1].startswith("warn comm.unknown  4 kernel name(s)")
-        assert lines[2] == "9 checks: 1 warn, 8 pass"
+        assert lines[1] == "stack: nothing recognised"  # hand-made names of no known software
+        assert lines[2].startswith("warn comm.unknown  4 kernel name(s)")
+        assert lines[3] == "9 checks: 1 warn, 8 pass"
     md = run_cli("analyze", str(path), "--format", "md").stdout
     assert "**Checks:** 9 checks: 1 warn, 8 pass" in md and "### Checks" in md
     assert "| ⚠ warn | comm.unknown | 4 kernel name(s)" in md
