@@ -54,6 +54,17 @@ def test_scenario_kernels_get_their_hand_labelled_category_and_flags() -> None:
         ("void deep_gemm::fp8_gemm_kernel<128u>", "gemm", False, False),
         ("triton_poi_fused_add_3", "elementwise", False, False),
         ("AddRmsNorm", "norm", False, False),
+        # FBGEMM embedding tables and sparse features: lookups, not GEMMs ("fbgemm") or MoE
+        (
+            "void split_embedding_codegen_forward_unweighted_kernel<float, float, float, false, "
+            "long, 1ul, 16ul>(at::GenericPackedTensorAccessor<float, 1ul> fbgemm_gpu::x)",
+            "elementwise",
+            False,
+            False,
+        ),
+        ("void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int)", "elementwise", False, False),
+        ("fbgemm::block_bucketize_sparse_features", "elementwise", False, False),
+        ("void fbgemm_gpu::f8f8bf16_rowwise_kernel<128>", "gemm", False, False),  # a real GEMM
     ],
 )
 def test_names(name: str, category: str, comm: bool, fused: bool) -> None:

@@ -25,6 +25,12 @@ KINDS = ("decode", "serving", "runs", "training", "microbenchmark", "single", "u
 # The marker families of the serving engines (tracekit.steps.engines) and of a Python frame of
 # their step function: a step of theirs is one engine iteration.
 ENGINE_FAMILIES = ("vllm", "vllm-style", "sglang", "trtllm", "mindie", "atom", "python")
+# how the evidence names a family whose name alone would mislead: the vLLM-style annotation
+# (execute_N_context_M(...)_generation_...) is TraceLens' and wraps SGLang's steps too
+MARKER_NAMES = {
+    "vllm-style": "vLLM-style step annotations (TraceLens)",
+    "python": "engine step functions in Python frames",
+}
 
 # an optimizer's kernels (case-sensitive: "lamb" is in every lambda of an ATen kernel name,
 # "adam" in LoadAMatrix)
@@ -236,7 +242,7 @@ def decide(found: Signals, steps: Steps) -> Workload:
     counted = f"{n} {'step' if n == 1 else 'steps'} by {steps.method}"
     if family in ENGINE_FAMILIES:
         how = "high" if steps.phase_method and "marker" in steps.phase_method else "medium"
-        evidence = [f"{family} engine step markers: {counted}"]
+        evidence = [f"{MARKER_NAMES.get(family, family + ' engine step markers')}: {counted}"]
         if phases == {"decode"}:
             return Workload("decode", "decode step", how, evidence)
         if phases:
