@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import re
 from itertools import product
+from pathlib import Path
 
 import pytest
 
 import tracekit
+from fixtures.mindie_writer import write_trace
 from tests.conftest import real_root
+from tests.rules.scenarios import analysed, ascend_analysed
 from tracekit.rules.advice import ANY, DEFAULT, VENDORS, choose, parse_key, table
 from tracekit.stack import detect, platform, specs
 from tracekit.taxonomy import vendor_of
@@ -203,3 +206,43 @@ def test_every_rule_and_kind_names_only_what_the_trace_shows(
 
 def test_rules_without_a_table_take_any_default() -> None:
     assert ANY in table() and choose(table()[ANY][DEFAULT], "amd", frozenset()) != ""
+
+
+def _scenario(fmt: str, tmp: Path) -> tracekit.Analysis:
+    knobs = {"fallback_kernel": True, "idle_bubble_ns": 150_000, "unfused_collective": True}
+    return analysed(fmt, knobs, tmp)[1]
+
+
+# Generated traces of the serving stacks no real sample here has: (how to make it, the
+# components it must show)
+FIXTURE_STACKS = {
+    "vllm on nvidia (nsys)": (lambda tmp: _scenario("nsys", tmp), {"vllm", "deepep"}),
+    "vllm on nvidia (kineto)": (lambda tmp: _scenario("kineto", tmp), {"vllm", "pytorch"}),
+    "vllm on amd (rocpd)": (lambda tmp: _scenario("rocpd", tmp), {"vllm", "aiter"}),
+    "torch_npu on ascend": (
+        lambda tmp: ascend_analysed("torch_npu", tmp, fallback_kernel=True),
+        {"torch_npu", "aclnn"},
+    ),
+    "mindie on ascend": (
+        lambda tmp: tracekit.analyze(tracekit.load(write_trace(tmp / "chrome_tracing.json"))),
+        {"mindie"},
+    ),
+}
+
+
+@pytest.mark.parametrize("label", list(FIXTURE_STACKS))
+def test_generated_serving_stacks_get_advice_naming_only_what_they_show(
+    tmp_path: Path, label: str
+) -> None:
+    make, present = FIXTURE_STACKS[label]
+    analysis = make(tmp_path)
+    vendor = vendor_of(analysis.timeline.meta)
+    stack = analysis.stack.ids
+    assert present <= stack and "trtllm" not in stack, (label, analysis.stack.summary())
+    allowed = stack | platform(vendor)
+    for rule, kind, entry in entries():
+        text = choose(entry, vendor, stack)
+        assert named(text) <= allowed, (label, rule, kind, sorted(named(text) - allowed))
+    assert analysis.findings or label == "mindie on ascend"
+    for finding in analysis.findings:
+        assert named(finding.advice) <= allowed, (label, finding.rule, finding.advice)

@@ -192,7 +192,7 @@ def vendor_of(meta: dict[str, Any]) -> str | None:
     text = " ".join(str(v) for v in [meta.get("format"), *producer.values()]).lower()
     if any(k in text for k in ("rocprof", "rocpd", "roctracer", "rocm", "hip")):
         return "amd"
-    if any(k in text for k in ("msprof", "ascend", "cann", "torch_npu", "mindspore")):
+    if any(k in text for k in ("msprof", "ascend", "cann", "torch_npu", "mindspore", "mindie")):
         return "ascend"
     if any(k in text for k in ("nsys", "nsight", "cupti", "cuda")):
         return "nvidia"
