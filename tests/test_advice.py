@@ -162,9 +162,9 @@ STACKS = {
         {"pytorch", "torch_npu", "hccl"},
         {"vllm", "vllm-ascend", "mindie"},
     ),
-    "msprof on ascend": (
+    "mindspore graph mode on ascend (msprof)": (
         "ascend/mindinsight_msprof_PROF_2dev/PROF_000001_20230818142704322_COJGGGCANRMICFBC",
-        {"hccl"},
+        {"hccl", "mindspore", "acl-graph"},
         {"pytorch", "torch_npu"},
     ),
 }
