@@ -242,3 +242,35 @@ def lengths(intervals: pl.DataFrame, keys: Sequence[str] = (), name: str = "ns")
     if not keys:
         return intervals.select(total)
     return intervals.group_by(list(keys)).agg(total)
+
+
+def covered(intervals: pl.DataFrame, merged: pl.DataFrame, keys: Sequence[str]) -> pl.Series:
+    """Per interval of ``intervals`` (``*keys, start, end``), in its order: the ns of it that
+    ``merged`` (disjoint ``*keys, start, end`` intervals, as :func:`merge` returns them)
+    covers. The covered length up to a time t is the summed length of the merged intervals
+    before the last one starting at or before t, plus that one's part before t: two as-of
+    joins, O(n log n), no loop per interval."""
+    keys = list(keys)
+    span = pl.col("end") - pl.col("start")
+    prefixed = (
+        merged.sort(*keys, "start")
+        .with_columns(_prefix=span.cum_sum().over(keys) - span)
+        .rename({"start": "_cs", "end": "_ce"})
+    )
+    probe = intervals.select(*keys, "start", "end").with_row_index("_i")
+
+    def until(at: str) -> pl.Series:
+        found = probe.sort(at).join_asof(
+            prefixed.sort("_cs"),
+            left_on=at,
+            right_on="_cs",
+            by=keys or None,
+            strategy="backward",
+            check_sortedness=False,
+        )
+        upto = pl.col("_prefix") + pl.min_horizontal(
+            pl.max_horizontal(pl.col(at) - pl.col("_cs"), 0), pl.col("_ce") - pl.col("_cs")
+        )
+        return found.sort("_i").select(upto.fill_null(0))["_prefix"]
+
+    return until("end") - until("start")

@@ -30,6 +30,7 @@ from tests.rules.scenarios import (
 )
 from tracekit.rules.advice import advice
 from tracekit.taxonomy import vendor_of
+from tracekit.timeline import COLUMNS, Timeline, build_table
 
 RULE = "fallback"
 EAGER_CHAIN = (
@@ -198,3 +199,23 @@ def test_eager_traces_without_an_engine_have_no_fallback(vendor: str, rel: str) 
     native = analysis.work["name"].cast(pl.String).str.contains("at::native::", literal=True)
     assert native.sum() > 1_000
     assert of_rule(analysis, RULE) == [] and not analysis.work["is_fallback"].any()
+
+
+def test_a_fallback_beside_compute_on_another_stream_costs_only_its_exposed_part() -> None:
+    # Three steps: a 100 µs AI Core kernel on stream 2; on stream 1 an AI CPU operator of 60 µs
+    # that starts 30 µs into it (30 µs hidden beside it, 30 µs exposed) -> impact 30 µs a step
+    rows: list[dict] = []
+    for step in range(3):
+        t0 = step * 1_000_000
+        rows.append({"ts": t0, "dur": 500_000, "kind": "range", "name": f"Step#{step}",
+                     "pid": 1, "tid": 1})  # fmt: skip
+        rows.append({"ts": t0 + 10_000, "dur": 100_000, "kind": "kernel", "name": "MatMulV3",
+                     "engine": "aic", "device": 0, "stream": 2})  # fmt: skip
+        rows.append({"ts": t0 + 80_000, "dur": 60_000, "kind": "kernel", "name": "Unique",
+                     "engine": "ai_cpu", "device": 0, "stream": 1})  # fmt: skip
+    table = build_table({k: [r.get(k) for r in rows] for k in COLUMNS})
+    timeline = Timeline(table, {"format": "msprof", "producer": {"name": "msprof"}})
+    [f] = tracekit.analyze(timeline, [RULE]).findings
+    assert f.steps == [0, 1, 2] and f.impact_ns == 3 * 30_000
+    assert f.metrics["fallback_ns"] == 60_000 and f.metrics["exposed_ns"] == 30_000
+    assert "30,000 ran beside compute on another stream" in f.detail

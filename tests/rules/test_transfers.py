@@ -20,9 +20,8 @@ from fixtures.transfers import MIB, Built, build
 from tests.conftest import real_file
 from tests.rules.scenarios import of_rule
 from tracekit.errors import TraceError
-from tracekit.intervals import merge
+from tracekit.intervals import covered, merge
 from tracekit.rules.copies import attributes, device_links
-from tracekit.rules.transfers import _covered
 
 WRITERS: dict[str, Callable[[Built, Path], Path]] = {
     "nsys": lambda b, tmp: write_nsys_sqlite(b.events, tmp / "t.sqlite"),
@@ -172,7 +171,7 @@ def test_covered_by_compute_per_device() -> None:
         pl.DataFrame({"rank": [0, 0], "device": [0, 0], "ts": [50, 260], "dur": [150, 20]}),
         ["rank", "device"],
     )
-    assert _covered(copies, compute).to_list() == [50, 70, 0, 0]
+    assert covered(copies, compute, ["rank", "device"]).to_list() == [50, 70, 0, 0]
 
 
 def test_direction_and_bytes_from_each_format() -> None:

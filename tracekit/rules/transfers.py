@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from tracekit.intervals import merge
+from tracekit.intervals import covered, merge
 from tracekit.metrics import DEVICE, IS_COMPUTE, KEY
 from tracekit.metrics.steps import clipped
 from tracekit.model import Context, Finding
@@ -33,34 +33,6 @@ _WHAT = {
     "unknown": "unknown-direction",
 }
 RANGES_KEPT = 100  # copy intervals of the worst step kept as evidence
-
-
-def _covered(intervals: pl.DataFrame, compute: pl.DataFrame) -> pl.Series:
-    """Per interval of ``intervals`` (``rank, device, start, end``): the ns of it that the
-    merged ``compute`` intervals of its device cover. Covered length up to a time t is the
-    prefix of the last compute interval starting at or before t plus its part before t (an
-    as-of join, O(n log n))."""
-    span = pl.col("end") - pl.col("start")
-    merged = compute.with_columns(_prefix=span.cum_sum().over(DEVICE) - span).rename(
-        {"start": "_cs", "end": "_ce"}
-    )
-    probe = intervals.select(*DEVICE, "start", "end").with_row_index("_i")
-
-    def until(at: str) -> pl.Series:
-        found = probe.sort(at).join_asof(
-            merged.sort("_cs"),
-            left_on=at,
-            right_on="_cs",
-            by=DEVICE,
-            strategy="backward",
-            check_sortedness=False,
-        )
-        upto = pl.col("_prefix") + pl.min_horizontal(
-            pl.max_horizontal(pl.col(at) - pl.col("_cs"), 0), pl.col("_ce") - pl.col("_cs")
-        )
-        return found.sort("_i").select(upto.fill_null(0))["_prefix"]
-
-    return until("end") - until("start")
 
 
 class Transfers(Rule):
@@ -168,7 +140,7 @@ class Transfers(Rule):
         compute = merge(ctx.work.lazy().filter(IS_COMPUTE).select(*DEVICE, "ts", "dur"), DEVICE)
         intervals = merge(cut.select("pattern", *KEY, "ts", "dur"), ["pattern", *KEY])
         length = pl.col("end") - pl.col("start")
-        intervals = intervals.with_columns(_covered=_covered(intervals, compute))
+        intervals = intervals.with_columns(_covered=covered(intervals, compute, DEVICE))
         timed = (
             intervals.sort("start")
             .group_by("pattern", *KEY)
