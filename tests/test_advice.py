@@ -31,6 +31,8 @@ ENV_OWNERS: dict[str, str | None] = {
     "SGL_": "sglang",
     "TRTLLM_": "trtllm",
     "TASK_QUEUE_ENABLE": "torch_npu",
+    "PYTORCH_NPU_": "torch_npu",  # before PYTORCH_: the first prefix that fits owns a token
+    "PYTORCH_": "pytorch",
     "NCCL_": "nccl",
     "RCCL_": "rccl",
     "HCCL_": "hccl",

@@ -5,12 +5,41 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracekit.intervals import gaps, subtract
+from tracekit.intervals import gaps, merge, subtract
 from tracekit.metrics import KEY
 from tracekit.metrics.stream_waits import stream_waits
 
 MIN_COVER_NS = 1_000  # a wait this short covers half of no bubble (MIN_BUBBLE_NS and up)
 SYNC_API = r"(?i)synchroni[sz]e|EventSynchronize|StreamWait|aclrtSynchronize"
+# Host runtime calls that are not launches, by what they do. A name matches at its start or
+# after a layer prefix (torch_npu ``AscendCL@aclrtMalloc``); nsys's version suffix
+# (``cudaFree_v3020``) is stripped by the parser, a driver's ``_v2`` is left and matches.
+# Sources: CUDA runtime / driver API, HIP runtime API, CANN AscendCL (acl_rt.h) references.
+ALLOC_API = (
+    r"(?:^|@)(?:cuda(?:Malloc|Free|HostAlloc|HostRegister|HostUnregister)"
+    r"|cuMem(?:Alloc|Free|HostAlloc|HostRegister|HostUnregister|Create|Release|Map|Unmap"
+    r"|SetAccess|AddressReserve|AddressFree)"
+    r"|hip(?:Malloc|Free|HostMalloc|HostAlloc|HostFree|HostRegister|HostUnregister"
+    r"|ExtMallocWithFlags|ExtHostAlloc|MemAllocHost|MemAllocPitch|MemCreate|MemRelease|MemMap"
+    r"|MemUnmap|MemSetAccess|MemAddressReserve|MemAddressFree)"
+    r"|hsa_amd_memory_pool_(?:allocate|free)"
+    r"|aclrt(?:Malloc|Free|ReserveMemAddress|ReleaseMemAddress|MapMem|UnmapMem)|rt(?:Malloc|Free))"
+)
+SETUP_API = (
+    r"(?:^|@)(?:cuda(?:StreamCreate|EventCreate|GraphInstantiate|SetDevice)"
+    r"|cu(?:Init|CtxCreate|DevicePrimaryCtxRetain|ModuleLoad|LibraryLoad|LinkComplete"
+    r"|StreamCreate|EventCreate|GraphInstantiate)"
+    r"|hip(?:StreamCreate|ExtStreamCreate|EventCreate|ModuleLoad|LibraryLoad|Init|CtxCreate"
+    r"|DevicePrimaryCtxRetain|SetDevice|GraphInstantiate)|__hipRegisterFatBinary"
+    r"|acl(?:Init|rtSetDevice|rtCreateContext|rtCreateStream|rtCreateEvent|rtBinaryLoad|mdlLoad)"
+    r"|rt(?:StreamCreate|EventCreate)|ncclComm(?:InitRank|InitAll|Split)|HcclCommInit"
+    r"|(?:cudnn|cublas|cublasLt|cusparse|cusolverDn|miopen|hipblas|hipblasLt)Create(?:_v\d+)?$"
+    r"|rocblas_create_handle)"
+)
+RUNTIME_CALLS = {  # cause -> the calls that make it, checked before a late launch
+    "host-bound: memory allocation": ALLOC_API,
+    "host-bound: setup": SETUP_API,
+}
 
 
 def _matching(names: pl.Series, pattern: str) -> pl.Series:
@@ -92,6 +121,66 @@ def _waited(bubbles: pl.DataFrame, waits: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _covered(bubbles: pl.DataFrame, calls: pl.DataFrame, out: str) -> pl.DataFrame:
+    """``bubbles`` with ``out``: how many of each bubble's ns some of ``calls`` (merged per
+    rank: ``rank, start, end``) ran on its rank. A running sum of the calls' lengths, read at
+    the bubble's two ends by as-of joins, gives it with no cross join."""
+    length = pl.col("end") - pl.col("start")
+    right = (
+        calls.with_columns(_before=length.cum_sum().over("rank") - length)
+        .select("rank", "_before", _cs="start", _ce="end")
+        .sort("_cs")
+    )
+    for edge in ("start", "end"):
+        reach = pl.col("_before") + pl.min_horizontal(pl.col(edge), pl.col("_ce")) - pl.col("_cs")
+        bubbles = (
+            bubbles.sort(edge)
+            .join_asof(
+                right,
+                left_on=edge,
+                right_on="_cs",
+                by="rank",
+                strategy="backward",
+                check_sortedness=False,
+            )
+            .with_columns(reach.fill_null(0).alias(f"_reach_{edge}"))
+            .drop("_before", "_cs", "_ce")
+        )
+    return bubbles.with_columns((pl.col("_reach_end") - pl.col("_reach_start")).alias(out)).drop(
+        "_reach_start", "_reach_end"
+    )
+
+
+def _in_runtime_call(bubbles: pl.DataFrame, api: pl.LazyFrame, names: pl.Series) -> pl.DataFrame:
+    """``bubbles`` with ``_call``: the :data:`RUNTIME_CALLS` cause of each bubble that such
+    calls on its rank (``api``: ``rank, ts, name, _api_end``; ``names``: its distinct names)
+    cover for at least half of it, named by the kind that covers more; null elsewhere and
+    where the next row's launch was issued before the bubble began (the host was not what
+    held it back)."""
+    bubbles = bubbles.with_columns(pl.col("rank").cast(pl.Int32))
+    causes = {cause: _matching(names, pattern) for cause, pattern in RUNTIME_CALLS.items()}
+    if not any(len(found) for found in causes.values()):
+        return bubbles.with_columns(_call=pl.lit(None, pl.String))
+    wanted = pl.concat(list(causes.values())).implode()
+    calls = api.filter(pl.col("name").is_in(wanted)).collect()
+    calls = calls.with_columns(dur=pl.col("_api_end") - pl.col("ts"))
+    found = _covered(bubbles, merge(calls, ["rank"]), "_cover")
+    covers = []
+    for i, (cause, kind) in enumerate(causes.items()):
+        mine = calls.filter(pl.col("name").is_in(kind.implode()))
+        found = _covered(found, merge(mine, ["rank"]), f"_cover{i}")
+        covers.append((cause, f"_cover{i}"))
+    (alloc, alloc_ns), (setup, setup_ns) = covers
+    named = (
+        pl.when(pl.col(alloc_ns) >= pl.col(setup_ns)).then(pl.lit(alloc)).otherwise(pl.lit(setup))
+    )
+    late = pl.col("_api_end").is_null() | (pl.col("_api_end") > pl.col("start"))
+    held = (2 * pl.col("_cover") >= pl.col("end") - pl.col("start")) & late
+    return found.with_columns(_call=pl.when(held).then(named)).drop(
+        "_cover", *(col for _, col in covers)
+    )
+
+
 def attributed_bubbles(
     in_windows: pl.DataFrame,
     rows: pl.DataFrame,
@@ -101,12 +190,15 @@ def attributed_bubbles(
     """The :func:`idle_gaps` of the work rows cut to their step's window (``in_windows``),
     each with its ``cause`` and the names of the rows ``before`` / ``after`` the gap.
 
-    Causes, the first that holds: host-bound launch (the next row's launch ended after the
-    gap began), a stream wait overlapping the gap (``waiting on a host callback``, ``waiting
-    on stream N``, ``waiting on an event``: :func:`~tracekit.metrics.stream_waits.
-    stream_waits` of ``rows``, or ``waits`` when the caller has them), host-bound sync (a
-    synchronize call among ``rows`` overlaps it), communication (a collective next to it),
-    else unknown."""
+    Causes, the first that holds: a runtime call that is no launch covering at least half of
+    the gap on the host of its rank (``host-bound: memory allocation``, ``host-bound: setup``:
+    :data:`RUNTIME_CALLS`; it is why the launch came late, so it is checked first, and only
+    where the next row's launch was not issued before the gap), host-bound launch (the next
+    row's launch ended after the gap began), a stream wait overlapping the gap (``waiting on
+    a host callback``, ``waiting on stream N``, ``waiting on an event``: :func:`~tracekit.
+    metrics.stream_waits.stream_waits` of ``rows``, or ``waits`` when the caller has them),
+    host-bound sync (a synchronize call among ``rows`` overlaps it), communication (a
+    collective next to it), else unknown."""
     idle = idle_gaps(in_windows, min_bubble_ns).sort("start")
     if idle.height == 0:
         return idle.with_columns(
@@ -155,7 +247,8 @@ def attributed_bubbles(
     found = after.join(launches, on=["rank", "corr"], how="left")
     # Some sync call overlaps the gap iff, among the calls starting before the gap ends, the
     # latest end (a running maximum) is after the gap starts: one as-of join, no cross join.
-    sync_names = _matching(api.select(pl.col("name").unique()).collect()["name"], SYNC_API)
+    names = api.select(pl.col("name").unique()).collect()["name"]
+    sync_names = _matching(names, SYNC_API)
     syncs = (
         api.filter(pl.col("name").is_in(sync_names.implode()))
         .collect()
@@ -176,8 +269,11 @@ def attributed_bubbles(
     )
     waits = stream_waits(rows, in_windows) if waits is None else waits
     found = _waited(found, waits)
+    found = _in_runtime_call(found, api, names)
     cause = (
-        pl.when(pl.col("_api_end") > pl.col("start"))
+        pl.when(pl.col("_call").is_not_null())
+        .then(pl.col("_call"))
+        .when(pl.col("_api_end") > pl.col("start"))
         .then(pl.lit("host-bound: launch"))
         .when(pl.col("_wait").is_not_null())
         .then(pl.col("_wait"))

@@ -23,6 +23,8 @@ STATS = ("bubble_ns", "bubble_count", "largest_bubble_ns", "bubble_share")
 KINDS = {  # cause -> advice kind
     "host-bound: launch": "host_launch",
     "host-bound: sync": "host_sync",
+    "host-bound: memory allocation": "host_alloc",
+    "host-bound: setup": "host_setup",
     "communication": "communication",
     "waiting on a host callback": "host_callback",
     "waiting on an event": "stream_wait",
@@ -43,6 +45,9 @@ class Bubbles(Rule):
     Inside each step's window, every stretch of at least ``min_bubble_ns`` where no kernel,
     copy or collective runs on the device is a bubble (``bubble_ns``, ``bubble_count`` and
     ``largest_bubble_ns`` in ``Analysis.step_metrics``). Each bubble is attributed:
+    *host-bound: memory allocation* or *host-bound: setup* (for at least half of it the host
+    sat in runtime calls that allocate or free memory, or that create streams, events,
+    library handles or load modules: why the next launch came late, so checked first),
     *host-bound: launch* (the launch of the work after it was still being issued when the
     device went idle), *host-bound: sync* (the host sat in a synchronize call),
     *communication* (the device waits next to a collective), a stream wait the device
