@@ -23,7 +23,7 @@ from tests.test_steps import _api, _df, _kernel, _range
 from tracekit.metrics.bubbles import attributed_bubbles
 from tracekit.rules.advice import advice
 from tracekit.taxonomy import vendor_of
-from tracekit.timeline import Timeline, build_table
+from tracekit.timeline import COLUMNS, Timeline, build_table
 
 RULE = "bubbles"
 GRAPHS = {"nvidia": "CUDA graphs", "amd": "HIP graphs", "ascend": "ACL graphs"}
@@ -97,3 +97,44 @@ def test_bubble_causes() -> None:
 def test_clean_scenario_has_no_bubble(scenario: Analysed, fmt: str) -> None:
     _, analysis = scenario(fmt, "clean")
     assert of_rule(analysis, RULE) == []
+
+
+def _eager_step(steps: int, layers: int) -> Timeline:
+    """Steps of ``layers`` distinct kernels, each launched by a call that ends 1 µs before it
+    starts and 30 µs after the kernel before it ended: 30 µs host-bound bubbles between
+    ``layers - 1`` different kernel pairs in every step."""
+    rows: list[dict] = []
+    corr = 0
+    for step in range(steps):
+        t0 = step * 10_000_000
+        rows.append({"ts": t0, "dur": 5_000_000, "kind": "range", "name": f"Step#{step}",
+                     "pid": 1, "tid": 1})  # fmt: skip
+        for layer in range(layers):
+            corr += 1
+            start = t0 + 100_000 + layer * 40_000
+            rows.append({"ts": start - 25_000, "dur": 24_000, "kind": "api", "corr": corr,
+                         "name": "cudaLaunchKernel", "pid": 1, "tid": 1})  # fmt: skip
+            rows.append({"ts": start, "dur": 10_000, "kind": "kernel", "corr": corr,
+                         "name": f"layer_{chr(97 + layer)}_kernel", "device": 0,
+                         "stream": 7})  # fmt: skip
+    table = build_table({k: [r.get(k) for r in rows] for k in COLUMNS})
+    return Timeline(table, {"format": "test"})
+
+
+@pytest.mark.parametrize(("layers", "folded"), [(12, True), (10, True), (9, False)])
+def test_a_cause_stalling_everywhere_is_one_finding(layers: int, folded: bool) -> None:
+    timeline = _eager_step(steps=3, layers=layers)
+    found = tracekit.analyze(timeline, [RULE]).findings
+    pairs = layers - 1  # 30 µs before every kernel but the first
+    assert sum(f.impact_ns for f in found) == 3 * pairs * 30_000
+    assert all(f.evidence["causes"][0] == "host-bound: launch" for f in found)
+    if folded:  # more than max_places (8) pairs: one finding for the cause
+        [f] = found
+        assert f.pattern == f"host-bound: launch: across {pairs} kernel pairs"
+        assert f.metrics["bubble_count"] == pairs and f.steps == [0, 1, 2]
+        assert f"between {pairs} different kernel pairs" in f.detail
+    else:
+        assert len(found) == pairs and all(" → " in f.pattern for f in found)
+    # the option moves the bound
+    wide = tracekit.analyze(timeline, [RULE], {RULE: {"max_places": 100}}).findings
+    assert len(wide) == pairs

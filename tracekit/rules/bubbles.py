@@ -75,12 +75,15 @@ class Bubbles(Rule):
         "min_bubble_ns": MIN_BUBBLE_NS,
         "report_ns": 20_000,
         "report_share": 0.05,
+        "max_places": 8,
         **PATTERN_OPTIONS,
     }
     option_help: ClassVar[dict] = {
         "min_bubble_ns": "shortest idle stretch counted as a bubble (ns)",
         "report_ns": "report a pattern when one of its bubbles reaches this (ns)",
         "report_share": "... or when its bubbles reach this share of a step",
+        "max_places": "a cause whose bubbles of report_ns or more sit between more kernel pairs "
+        "than this is one finding (the step is bound by it everywhere), not one per pair",
         **PATTERN_HELP,
     }
 
@@ -90,7 +93,7 @@ class Bubbles(Rule):
         if found.height == 0:
             return []
         found = labelled(labelled(found, "before", "_before"), "after", "_after")
-        found = found.with_columns(pattern=pl.format("{}: {} → {}", "cause", "_before", "_after"))
+        found = _folded_places(found, self.opts["report_ns"], self.opts["max_places"])
         obs = (
             found.sort("start")
             .group_by("pattern", *KEY)
@@ -99,8 +102,9 @@ class Bubbles(Rule):
                 bubble_count=pl.len(),
                 largest_bubble_ns=pl.col("ns").max(),
                 cause=pl.col("cause").first(),
-                before=pl.col("before").first(),
-                after=pl.col("after").first(),
+                places=pl.col("_places").first(),
+                before=pl.col("before").sort_by("ns").last(),
+                after=pl.col("after").sort_by("ns").last(),
                 ranges=pl.concat_list("start", "end"),
             )
             .join(ctx.windows.select(*KEY, "dur"), on=KEY, how="left")
@@ -115,16 +119,38 @@ class Bubbles(Rule):
         return findings(self, ctx, table, _describe, STATS)
 
 
+def _folded_places(found: pl.DataFrame, report_ns: int, max_places: int) -> pl.DataFrame:
+    """``found`` (bubbles with labels) with ``pattern``: the cause with the kernels before and
+    after, or for a cause whose bubbles of ``report_ns`` or more sit between more than
+    ``max_places`` kernel pairs, the cause ``across N kernel pairs`` for those bubbles (an
+    eager step stalled before every layer is one thing to fix, not one per layer);
+    ``_places`` is N, null for the others."""
+    pair = pl.format("{} → {}", "_before", "_after")
+    big = pl.col("ns") >= report_ns
+    places = pair.filter(big).n_unique().over("cause")
+    found = found.with_columns(_places=pl.when(big & (places > max_places)).then(places))
+    folded = pl.format("{}: across {} kernel pairs", "cause", "_places")
+    single = pl.format("{}: {}", "cause", pair)
+    return found.with_columns(
+        pattern=pl.when(pl.col("_places").is_not_null()).then(folded).otherwise(single)
+    )
+
+
 def _describe(row: dict[str, Any]) -> dict[str, Any]:
     share = row["bubble_share"]
+    where = (
+        f"between {row['places']:,} different kernel pairs (the largest between {row['before']}"
+        f" and {row['after']})"
+        if row["places"]
+        else f"between {row['before']} and {row['after']}"
+    )
     return {
         "kind": _kind(row["cause"]),
         "title": f"idle, {row['pattern']}: {row['impact_ns']:,} ns in {len(row['steps']):,} "
         "step(s)",
-        "detail": f"the device sat idle ({row['cause']}) between {row['before']} and "
-        f"{row['after']}; worst in step {row['step']} (rank {row['rank']}, device "
-        f"{row['device']}): {row['bubble_count']} bubble(s), {row['worst_ns']:,} ns"
-        + (f", {share:.1%} of the step" if share is not None else ""),
+        "detail": f"the device sat idle ({row['cause']}) {where}; worst in step {row['step']} "
+        f"(rank {row['rank']}, device {row['device']}): {row['bubble_count']} bubble(s), "
+        f"{row['worst_ns']:,} ns" + (f", {share:.1%} of the step" if share is not None else ""),
         "metrics": {
             "bubble_ns": row["worst_ns"],
             "bubble_count": row["bubble_count"],
