@@ -170,7 +170,9 @@ def test_cuda_stream_wait_event(wait_args: dict) -> None:
     assert waits.select("stream", "start", "end", "target", "cause").rows() == [
         (7, 21_000, 111_000, 13, "waiting on stream 13")  # the second wait blocked nothing
     ]
-    assert a.step_metrics["stream_wait_ns"].to_list() == [90_000]
+    # of the 90 µs wait, the device idled from producer_1's end to producer_2 (60 µs) and
+    # from producer_2's end to the consumer (1 µs): the idle time the wait explains
+    assert a.step_metrics["stream_wait_ns"].to_list() == [61_000]
     bubble, other = sorted((f for f in a.findings if f.rule == "bubbles"), key=lambda f: f.step)
     assert bubble.pattern.startswith("waiting on stream 13: producer_1 → producer_2")
     assert other.pattern.startswith("unknown: consumer → tail")  # 125 µs: 13 was done
@@ -187,3 +189,38 @@ def test_real_cuda_wait_that_blocked_nothing() -> None:
     a = tracekit.analyze(tracekit.load(path))
     assert stream_waits(a.rows, a.work).height == 0
     assert a.step_metrics["stream_wait_ns"].sum() == 0
+
+
+def test_a_short_ascend_wait_blocked_its_stream_from_the_gap_before_it() -> None:
+    # CANN 6 msprof on an Ascend 910 (mindinsight's AlexNet): the compute stream 4 runs its
+    # next operator 40 µs after the HCCL stream's last task; the HCCL stream records the event
+    # at 23.4 µs and stream 4's EVENT_WAIT is timed 10 ns at 39.96 µs, when it was satisfied
+    rows = [
+        (0, 200_000, "range", "Step#0", None, None),
+        (0, 50_000, "kernel", "MatMul", 4, "aic"),
+        (40_000, 60_000, "comm", "hcom_allReduce_", 8, "comm"),
+        (123_400, 10, "sync", "EVENT_RECORD", 8, None),
+        (139_960, 10, "sync", "EVENT_WAIT", 4, None),
+        (140_280, 5_480, "kernel", "TransData", 4, "aic"),
+    ]
+    cols = ("ts", "dur", "kind", "name", "stream", "engine")
+    df = pl.DataFrame(rows, schema=cols, orient="row").with_columns(
+        device=pl.when(pl.col("kind") != "range").then(pl.lit(0, pl.Int32)),
+        rank=pl.lit(0, pl.Int32),
+    )
+    meta = {"format": "msprof", "producer": {"name": "msprof"}}
+    a = tracekit.analyze(Timeline(build_table({c: df[c] for c in df.columns}), meta))
+    waits = stream_waits(a.rows, a.work)
+    assert waits.select("stream", "start", "end", "target", "cause").rows() == [
+        (4, 50_000, 139_970, 8, "waiting on stream 8")  # from stream 4's last row's end
+    ]
+    assert a.step_metrics["stream_wait_ns"].to_list() == [39_970]  # idle: 100 µs to the wait
+    [bubble] = [f for f in a.findings if f.rule == "bubbles"]
+    assert bubble.pattern == "waiting on stream 8: hcom_allReduce_ → TransData"
+    assert bubble.impact_ns == 40_280
+    # with nothing of another stream ending in the gap the wait is only what it timed: 10 ns
+    alone = df.filter(~pl.col("name").is_in(["EVENT_RECORD", "hcom_allReduce_"]))
+    b = tracekit.analyze(Timeline(build_table({c: alone[c] for c in alone.columns}), meta))
+    assert stream_waits(b.rows, b.work).select("start", "end", "cause").rows() == [
+        (139_960, 139_970, "waiting on an event")
+    ]

@@ -56,9 +56,9 @@ LABELS: dict[str, Label] = {
     "comm_ns": Label("comm", "communication time"),
     "exposed_comm_ns": Label("exposed", "exposed communication"),
     "sync_wait_ns": Label("sync wait", "waiting for other ranks at collectives"),
-    # a stream blocked on an event (another stream's record, a host callback): the union of
-    # the waits, less the time the waiting stream ran work (tracekit.metrics.stream_waits)
-    "stream_wait_ns": Label("stream wait", "streams waiting on events"),
+    # the device idle while a stream was blocked on an event (another stream's record, a host
+    # callback): the idle time the waits explain (tracekit.metrics.stream_waits)
+    "stream_wait_ns": Label("stream wait", "device idle while a stream waited on an event"),
     "comm_overlap_ratio": Label("overlap", "compute-communication overlap"),
     "fallback_ns": Label("fallback", "fallback kernel time"),
     "fallback_share": Label("fallback share", "fallback share of compute"),

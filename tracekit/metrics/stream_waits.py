@@ -8,6 +8,10 @@ callback``). The traces record it in two ways:
   ``EVENT_WAIT`` / ``STREAM_WAIT_EVENT`` / ``EVENT_WAIT_SQE`` … tasks (msprof ``task_time``,
   the db ``TASK`` table, the trace_view hardware layer) and the HSA barrier packets rocprof
   writes for ``hipStreamWaitEvent`` (``Barrier`` rows);
+  Older chips (Ascend 910 with CANN 6 msprof) time an ``EVENT_WAIT`` as the instant it was
+  satisfied (10 ns tasks): a wait shorter than :data:`SHORT_WAIT_NS` after an idle gap on its
+  stream blocked that stream from the gap's start, when an event record on another stream
+  ended inside the gap (else it stays as timed);
 * **issued waits** -- CUPTI's ``Stream Wait Event`` synchronization records (nsys, Kineto
   ``cuda_sync``), timed on the host when ``cudaStreamWaitEvent`` ran. The stream's blocked
   time is then the gap on that stream from the wait (or its previous row, whichever ends
@@ -21,9 +25,10 @@ stream; else the stream of the latest event record (Ascend) or, without records,
 latest work, on another stream of the device that ended inside the wait (within
 :data:`SLACK_NS`); else an event nobody is seen recording.
 
-``stream_wait_ns`` per (rank, device, step): the union of the waits minus the time their own
-stream ran something else, cut to the step's window. It is not ``sync_wait_ns`` (ranks waiting
-for each other at collectives).
+``stream_wait_ns`` per (rank, device, step): the time in the waits during which the device ran
+nothing at all, cut to the step's window: the idle time the waits explain (a stream waiting
+while another one works costs no idle time). It is not ``sync_wait_ns`` (ranks waiting for
+each other at collectives).
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ RECORDS = (
 )
 CALLBACKS = ("HOSTFUNC_CALLBACK",)
 SLACK_NS = 2_000  # a wait may end this long after the record that released it is timed
+SHORT_WAIT_NS = 1_000  # a timed wait this short was timed when satisfied, not while blocked
 HOST_CALLBACK = "waiting on a host callback"
 ON_EVENT = "waiting on an event"
 ON_STREAM = "waiting on stream {}"
@@ -180,23 +186,35 @@ def stream_waits(rows: pl.DataFrame, work: pl.DataFrame) -> pl.DataFrame:
             ),
         ]
     ).sort("ts")
-    seq = seq.with_columns(_after_cb=pl.col("_cb").shift(1).over(STREAM).fill_null(False))
+    seq = seq.with_columns(
+        _after_cb=pl.col("_cb").shift(1).over(STREAM).fill_null(False),
+        _idle_from=pl.col("_end").cum_max().shift(1).over(STREAM),  # the stream's rows so far
+    )
     after_cb = seq.select(*STREAM, "ts", "_after_cb").unique(subset=[*STREAM, "ts"], keep="last")
+    idle_from = seq.select(*STREAM, "ts", "_idle_from").unique(subset=[*STREAM, "ts"], keep="first")
+    short = sync.filter(timed).join(idle_from, on=[*STREAM, "ts"], how="left")
+    early = (pl.col("dur") < SHORT_WAIT_NS) & (pl.col("_idle_from") < pl.col("ts"))
     waits = pl.concat(
         [
-            sync.filter(timed).select(
+            short.select(
                 *STREAM,
-                start="ts",
+                start=pl.when(early).then(pl.col("_idle_from")).otherwise(pl.col("ts")),
                 end=pl.col("ts") + pl.col("dur"),
                 _wanted="_wanted",
                 _issued=pl.lit(False),
+                _timed_at=pl.when(early).then(pl.col("ts")),
             ),
-            _issued(sync.filter(issued), done).with_columns(_issued=pl.lit(True)),
+            _issued(sync.filter(issued), done).with_columns(
+                _issued=pl.lit(True), _timed_at=pl.lit(None, pl.Int64)
+            ),
         ]
     ).filter(pl.col("end") > pl.col("start"))
-    waits = waits.join(
-        after_cb.rename({"ts": "start"}), on=[*STREAM, "start"], how="left"
-    ).with_columns(pl.col("_after_cb").fill_null(False), _limit=pl.col("end") + SLACK_NS)
+    waits = (
+        waits.with_columns(_task=pl.coalesce("_timed_at", "start"))  # the wait task's own start
+        .join(after_cb.rename({"ts": "_task"}), on=[*STREAM, "_task"], how="left")
+        .drop("_task")
+        .with_columns(pl.col("_after_cb").fill_null(False), _limit=pl.col("end") + SLACK_NS)
+    )
     records = sync.filter(names.is_in(RECORDS)).select(
         *STREAM, "ts", _send=pl.col("ts") + pl.col("dur")
     )
@@ -215,6 +233,11 @@ def stream_waits(rows: pl.DataFrame, work: pl.DataFrame) -> pl.DataFrame:
     found = pl.concat(parts, how="diagonal_relaxed")
     # an issued wait that no other stream released was the host's late launch, not a wait
     found = found.filter(~pl.col("_issued") | pl.col("_by").is_not_null())
+    # a short timed wait that no record released in the gap before it is only what it timed
+    unreleased = pl.col("_timed_at").is_not_null() & pl.col("_by").is_null()
+    found = found.with_columns(
+        start=pl.when(unreleased).then(pl.col("_timed_at")).otherwise(pl.col("start"))
+    )
     cause = (
         pl.when(pl.col("_after_cb") | pl.col("_cb").fill_null(False))
         .then(pl.lit(HOST_CALLBACK))
@@ -230,9 +253,11 @@ def stream_waits(rows: pl.DataFrame, work: pl.DataFrame) -> pl.DataFrame:
 def stream_wait_totals(
     waits: pl.DataFrame, work: pl.DataFrame, windows: pl.DataFrame
 ) -> pl.DataFrame:
-    """Per (rank, device, step): ``stream_wait_ns``, the union of the :func:`stream_waits`
-    minus the time their own stream ran work, cut to the step's window (a wait that crosses
-    a window boundary counts in both steps, each its part)."""
+    """Per (rank, device, step): ``stream_wait_ns``, the time in the :func:`stream_waits`
+    during which the device ran nothing at all (no row on any of its streams), cut to each
+    step's window: the idle time the waits explain. A stream that waits while another one
+    works (a communication stream waiting for the gradients, compute waiting while a
+    collective runs) costs no idle time: that shows in the overlap metrics instead."""
     out_schema = {
         "rank": pl.Int32,
         "device": pl.Int32,
@@ -241,37 +266,51 @@ def stream_wait_totals(
     }
     if not waits.height or not windows.height:
         return pl.DataFrame(schema=out_schema)
-    spans = waits.select(*STREAM, ts="start", dur=pl.col("end") - pl.col("start"))
-    blocked = subtract(
-        spans, _work(work).select(*STREAM, "ts", dur=pl.col("_end") - pl.col("ts")), STREAM
+    spans = waits.select(*DEVICE, ts="start", dur=pl.col("end") - pl.col("start"))
+    busy = _work(work).select(*DEVICE, "ts", dur=pl.col("_end") - pl.col("ts"))
+    idle = subtract(merge(spans, DEVICE), busy, DEVICE)
+    if not idle.height:
+        return pl.DataFrame(schema=out_schema)
+    return _per_window(idle, windows, "stream_wait_ns").cast(out_schema)  # type: ignore[arg-type]
+
+
+def _per_window(intervals: pl.DataFrame, windows: pl.DataFrame, name: str) -> pl.DataFrame:
+    """The length of disjoint ``intervals`` (``rank, device, start, end``) inside each step
+    window of their device, as ``name`` per (rank, device, step): each interval is spread
+    over the windows from the one holding its start to the one holding its end."""
+    wins = (
+        windows.select(
+            pl.col("rank").cast(pl.Int32), pl.col("device").cast(pl.Int32), "step", "start", "end"
+        )
+        .rename({"start": "_ws", "end": "_we"})
+        .sort(*DEVICE, "_ws")
+        .with_columns(_w=pl.int_range(pl.len()).over(DEVICE))
     )
-    blocked = merge(
-        blocked.select(*DEVICE, ts="start", dur=pl.col("end") - pl.col("start")), DEVICE
-    )
-    wins = windows.select(
-        pl.col("rank").cast(pl.Int32), pl.col("device").cast(pl.Int32), "step", "start", "end"
-    ).rename({"start": "_ws", "end": "_we"})
-    pieces = []
-    for at in ("start", "end"):  # the window holding each end of the interval
-        point = pl.col(at) - (1 if at == "end" else 0)
+    spans = intervals.select(*DEVICE, "start", "end").with_row_index("_i")
+    ends = []
+    for at, point in (("_first", pl.col("start")), ("_last", pl.col("end") - 1)):
         found = (
-            blocked.with_columns(_at=point)
+            spans.with_columns(_at=point)
             .sort("_at")
             .join_asof(
-                wins.sort("_ws"),
+                wins.select(*DEVICE, "_ws", "_w"),
                 left_on="_at",
                 right_on="_ws",
                 by=DEVICE,
                 strategy="backward",
                 check_sortedness=False,
             )
+            .sort("_i")
         )
-        pieces.append(
-            found.drop_nulls("step").select(*DEVICE, "step", "start", "end", "_ws", "_we")
-        )
+        ends.append(found["_w"].alias(at))
+    spans = spans.with_columns(*ends).with_columns(
+        pl.col("_first").fill_null(0)  # starts before the first window: from the first
+    )
     cut = (
-        pl.concat(pieces)
-        .unique()
+        spans.drop_nulls("_last")
+        .with_columns(_w=pl.int_ranges("_first", pl.col("_last") + 1))
+        .explode("_w")
+        .join(wins, on=[*DEVICE, "_w"])
         .select(
             *DEVICE,
             "step",
@@ -281,5 +320,4 @@ def stream_wait_totals(
         .filter(pl.col("_e") > pl.col("ts"))
         .with_columns(dur=pl.col("_e") - pl.col("ts"))
     )
-    totals = lengths(merge(cut.select(*KEY, "ts", "dur"), KEY), KEY, "stream_wait_ns")
-    return totals.cast(out_schema)  # type: ignore[arg-type]
+    return lengths(merge(cut.select(*KEY, "ts", "dur"), KEY), KEY, name)
