@@ -227,10 +227,12 @@ class EventColumns:
 
 
 def _json_bytes(value: Any) -> bytes | None:
-    """JSON text of a value as bytes: a Raw's own text (copied, so that it pins nothing), or
-    a leniently decoded value encoded again; None for none."""
+    """Compact JSON text of a list of shapes as bytes: a Raw's own text (copied, so that it
+    pins nothing; shapes hold no strings, so dropping spaces is safe), or a leniently decoded
+    value encoded again; None for none."""
     if value is None:
         return None
-    if isinstance(value, msgspec.Raw):
-        return bytes(value)
-    return msgspec.json.encode(value)
+    if not isinstance(value, msgspec.Raw):
+        return msgspec.json.encode(value)
+    text = bytes(value).replace(b" ", b"")
+    return None if text == b"null" else text

@@ -30,7 +30,8 @@ class Args(msgspec.Struct, gc=False):
     external_id: Int = msgspec.field(name="External id", default=None)
     # an operator's input shapes (record_shapes): kept as the trace's JSON text; collect.py
     # copies it out at once, so that no Raw pins the input text
-    input_dims: msgspec.Raw | None = msgspec.field(name="Input Dims", default=None)
+    # (a Raw takes part in no union: absent reads as the Raw text ``null``)
+    input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=NULL)
     device: Int = None
     stream: Int = None
     correlation: Int = None
