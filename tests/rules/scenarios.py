@@ -107,12 +107,15 @@ def exposed_role_ns(sc: Scenario, role: str) -> int:
 
 def of_rule(analysis: tracekit.Analysis, rule: str) -> list[tracekit.Finding]:
     """The findings of ``rule``, checked for what every finding must have: ranked by impact
-    with the others (folded ones last), a pattern, steps, advice, and its share of the
-    summed step time."""
+    with the others (warm-up ones after the steady state's, folded ones last), a pattern,
+    steps, advice, and its share of the summed step time."""
     found = analysis.findings
     assert found == ranked(found)
-    listed = [f.impact_ns for f in found if f.pattern != FOLDED]
-    assert listed == sorted(listed, reverse=True)
+    for warm in (False, True):  # the steady state's by impact, then the warm-up ones
+        listed = [f.impact_ns for f in found if f.pattern != FOLDED and f.warm_up is warm]
+        assert listed == sorted(listed, reverse=True)
+    kinds = [f.warm_up for f in found if f.pattern != FOLDED]
+    assert kinds == sorted(kinds)
     total = analysis.step_metrics["dur"].sum()
     for f in found:
         assert f.pattern and f.steps and f.ranks and f.advice.strip(), f
