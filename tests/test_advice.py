@@ -127,27 +127,27 @@ STACKS = {
     "sglang on amd": (
         "amd/kineto_mi300x_sglang_qwen3_8b_decode/sglang_Qwen3-8B_decode.json.gz",
         {"sglang", "pytorch", "hip-graphs", "aiter"},
-        {"vllm", "trtllm", "cuda-graphs"},
+        {"vllm", "trtllm", "cuda-graphs", "llama.cpp", "flashinfer", "eager"},
     ),
     "vllm on amd, compiled": (
         "amd/kineto_rocm_vllm_moe_prefilldecode_piecewise/graph_execution.json.gz",
         {"vllm", "pytorch", "inductor", "hip-graphs", "triton"},
-        {"sglang", "eager"},
+        {"sglang", "eager", "aiter", "llama.cpp"},
     ),
     "eager training on amd": (
         "amd/rocprofv3_json_mi350x_fsdp_train_tracelens/908_results.json.gz",
-        {"pytorch", "eager", "rccl"},
-        {"vllm", "sglang", "inductor", "nccl"},
+        {"pytorch", "rccl"},  # ATen kernels only (no host operators): eager is not claimed
+        {"vllm", "sglang", "inductor", "nccl", "eager", "aiter", "flash-attn"},
     ),
     "eager training on nvidia": (
         "nvidia/kineto-tbplugin-resnet50-v100-legacy/worker0.1623143089861.pt.trace.json.gz",
         {"pytorch", "eager", "cudnn"},
-        {"vllm", "sglang", "trtllm", "inductor"},
+        {"vllm", "sglang", "trtllm", "inductor", "flash-attn", "jax"},
     ),
     "torch.compile on nvidia": (
         "nvidia/hta-triton-a100/triton_example.json.gz",
         {"pytorch", "inductor", "triton"},
-        {"eager", "vllm"},
+        {"eager", "vllm", "cublas", "flash-attn"},
     ),
     "micro-benchmark on amd": (
         "amd/rocprof_v1_hiptrace_hip_vecadd_small/results.db",
@@ -157,17 +157,17 @@ STACKS = {
     "llama.cpp on amd": (
         "amd/rocprofv3_csv_gfx1151_llamacpp_TRIMMED/decode_kernel_trace.csv",
         {"llama.cpp", "hip-graphs"},
-        {"pytorch", "vllm"},
+        {"pytorch", "vllm", "aiter"},
     ),
     "torch_npu on ascend": (
         "ascend/msinsight_torchnpu_910B_2rank/text/level1/rank0_ascend_pt",
         {"pytorch", "torch_npu", "hccl"},
-        {"vllm", "vllm-ascend", "mindie"},
+        {"vllm", "vllm-ascend", "mindie", "jax", "mindspore"},
     ),
     "mindspore graph mode on ascend (msprof)": (
         "ascend/mindinsight_msprof_PROF_2dev/PROF_000001_20230818142704322_COJGGGCANRMICFBC",
         {"hccl", "mindspore", "acl-graph"},
-        {"pytorch", "torch_npu"},
+        {"pytorch", "torch_npu", "aclnn", "eager"},
     ),
 }
 

@@ -42,6 +42,7 @@ class Spec:
     name: str
     host: str | None = None
     device: str | None = None
+    weak: str | None = None  # host names that are evidence only beside no stronger engine
     formats: tuple[str, ...] = ()
     producer: str | None = None
     vendors: tuple[str, ...] = ()
@@ -143,20 +144,30 @@ def _distinct_names(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _matches(names: pl.DataFrame, spec: Spec) -> tuple[int, str | None]:
-    """Rows and the most frequent name of ``names`` that ``spec``'s regexes match."""
-    conds = []
+def _matches(names: pl.DataFrame, spec: Spec) -> tuple[int, str | None, bool]:
+    """Rows and the most frequent name of ``names`` that ``spec``'s regexes match, and
+    whether any of them is strong evidence: a host name of ``host`` (an engine's own step
+    ranges, Python frames, operators), not a kernel's namespace or a ``weak`` host name,
+    which other software may share (SGLang on ROCm calls vLLM's ``_C`` ops and kernels)."""
+    strong = []
     if spec.host:
-        conds.append(~pl.col("device") & pl.col("name").str.contains(spec.host))
+        strong.append(~pl.col("device") & pl.col("name").str.contains(spec.host))
+    weak = []
     if spec.device:
-        conds.append(pl.col("device") & pl.col("stem").str.contains(spec.device))
-    if not conds:
-        return 0, None
-    hits = names.filter(pl.any_horizontal(conds))
+        weak.append(pl.col("device") & pl.col("stem").str.contains(spec.device))
+    if spec.weak:
+        weak.append(~pl.col("device") & pl.col("name").str.contains(spec.weak))
+    if not strong and not weak:
+        return 0, None, False
+    found = names.with_columns(
+        _strong=pl.any_horizontal(strong) if strong else pl.lit(False),
+        _weak=pl.any_horizontal(weak) if weak else pl.lit(False),
+    )
+    hits = found.filter(pl.col("_strong") | pl.col("_weak"))
     if hits.height == 0:
-        return 0, None
-    top = hits.sort("rows", "name", descending=[True, False]).row(0, named=True)
-    return int(hits["rows"].sum()), top["name"]
+        return 0, None, False
+    top = hits.sort("_strong", "rows", "name", descending=[True, True, False]).row(0, named=True)
+    return int(hits["rows"].sum()), top["name"], bool(hits["_strong"].any())
 
 
 def _from_meta(spec: Spec, meta: dict[str, Any]) -> str | None:
@@ -176,25 +187,35 @@ def _short(name: str, width: int = 90) -> str:
 
 def detect(df: pl.DataFrame, meta: dict[str, Any], vendor: str | None) -> Stack:
     """The components the rows ``df`` and the metadata ``meta`` of a trace of ``vendor``
-    show, each with its evidence (how many rows, an example name)."""
+    show, each with its evidence (how many rows, an example name).
+
+    An engine seen only by weak evidence (kernels, shared custom ops) is dropped when another
+    engine has strong evidence (its own step ranges, Python frames or operators): engines
+    borrow each other's kernels. The eager mode needs PyTorch on the host (operators, the
+    Kineto format), not only ATen kernels a C++ program links."""
     names = _distinct_names(df)
     found: list[Component] = []
+    strong: set[str] = set()
     for spec in specs():
         if spec.vendors and vendor not in spec.vendors:
             continue
-        rows, example = _matches(names, spec)
-        evidence = (
-            f"{rows:,} row(s) such as {_short(example)!r}" if example else _from_meta(spec, meta)
-        )
+        rows, example, sure = _matches(names, spec)
+        from_meta = _from_meta(spec, meta)
+        evidence = f"{rows:,} row(s) such as {_short(example)!r}" if example else from_meta
         if evidence:
             found.append(Component(spec.id, spec.layer, spec.name, evidence))
+            if sure or from_meta:
+                strong.add(spec.id)
+    engines = {c.id for c in found if c.layer == "engine"}
+    if engines & strong:
+        found = [c for c in found if c.layer != "engine" or c.id in strong]
     ids = {c.id for c in found}
     by_id = {s.id: s for s in specs()}
     for (engine, on), implied in _IMPLIED.items():
         if engine in ids and vendor == on and implied not in ids:
             spec = by_id[implied]
             found.append(Component(implied, spec.layer, spec.name, f"{engine} on an {on} trace"))
-    if "pytorch" in ids and not ids & {"inductor", *GRAPH_MODES}:
+    if "pytorch" in strong and not ids & {"inductor", *GRAPH_MODES}:
         spec = by_id["eager"]
         evidence = "PyTorch with no torch.compile kernels and no device-graph launches"
         found.append(Component("eager", spec.layer, spec.name, evidence))
