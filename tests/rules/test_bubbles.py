@@ -99,19 +99,23 @@ def test_clean_scenario_has_no_bubble(scenario: Analysed, fmt: str) -> None:
     assert of_rule(analysis, RULE) == []
 
 
-def _eager_step(steps: int, layers: int) -> Timeline:
-    """Steps of ``layers`` distinct kernels, each launched by a call that ends 1 µs before it
-    starts and 30 µs after the kernel before it ended: 30 µs host-bound bubbles between
-    ``layers - 1`` different kernel pairs in every step."""
+def _eager_step(
+    steps: int, layers: int, gap: int = 30_000, step_ns: int = 5_000_000, stall: int = 0
+) -> Timeline:
+    """Steps of ``layers`` distinct kernels of 10 µs, each launched by a call that ends 1 µs
+    before it starts and ``gap`` after the kernel before it ended: host-bound bubbles of
+    ``gap`` between ``layers - 1`` different kernel pairs in every step (the last one
+    ``stall`` longer), in step ranges of ``step_ns``."""
     rows: list[dict] = []
     corr = 0
     for step in range(steps):
         t0 = step * 10_000_000
-        rows.append({"ts": t0, "dur": 5_000_000, "kind": "range", "name": f"Step#{step}",
+        rows.append({"ts": t0, "dur": step_ns, "kind": "range", "name": f"Step#{step}",
                      "pid": 1, "tid": 1})  # fmt: skip
+        start = t0 + 90_000 - gap  # the first kernel 100 µs into the step
         for layer in range(layers):
             corr += 1
-            start = t0 + 100_000 + layer * 40_000
+            start += 10_000 + gap + (stall if layer == layers - 1 else 0)
             rows.append({"ts": start - 25_000, "dur": 24_000, "kind": "api", "corr": corr,
                          "name": "cudaLaunchKernel", "pid": 1, "tid": 1})  # fmt: skip
             rows.append({"ts": start, "dur": 10_000, "kind": "kernel", "corr": corr,
@@ -138,3 +142,25 @@ def test_a_cause_stalling_everywhere_is_one_finding(layers: int, folded: bool) -
     # the option moves the bound
     wide = tracekit.analyze(timeline, [RULE], {RULE: {"max_places": 100}}).findings
     assert len(wide) == pairs
+
+
+def test_many_small_stalls_of_one_cause_fold_into_a_finding_that_reports() -> None:
+    # 8 µs before each of 11 kernels: no bubble reaches report_ns (20 µs) and no pair 5 % of a
+    # step, but together they are 88 µs, 42 % of the last step's 208 µs window: one finding
+    timeline = _eager_step(steps=3, layers=12, gap=8_000, step_ns=1_000_000)
+    [f] = tracekit.analyze(timeline, [RULE]).findings
+    assert f.pattern == "host-bound: launch: across 11 kernel pairs"
+    assert f.impact_ns == 3 * 11 * 8_000
+    assert f.stats["bubble_share"]["max"] == pytest.approx(88_000 / 208_000)
+    wide = tracekit.analyze(timeline, [RULE], {RULE: {"max_places": 100}}).findings
+    assert wide == []  # one finding per pair: each below both thresholds
+
+
+def test_one_large_stall_among_small_ones_keeps_its_own_finding() -> None:
+    # 10 places of 8 µs and, before the last kernel, 8 + 400 µs: that pair holds most of the
+    # cause's idle time, so nothing is folded and the stall is its own finding
+    timeline = _eager_step(steps=3, layers=12, gap=8_000, step_ns=2_000_000, stall=400_000)
+    found = tracekit.analyze(timeline, [RULE]).findings
+    [stall] = [f for f in found if f.impact_ns == 3 * 408_000]
+    assert stall.pattern == "host-bound: launch: layer_k_kernel → layer_l_kernel"
+    assert all("across" not in f.pattern for f in found)

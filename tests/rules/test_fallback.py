@@ -236,3 +236,20 @@ def test_a_fallback_beside_compute_on_another_stream_costs_only_its_exposed_part
     assert f.steps == [0, 1, 2] and f.impact_ns == 3 * 30_000
     assert f.metrics["fallback_ns"] == 60_000 and f.metrics["exposed_ns"] == 30_000
     assert "30,000 ran beside compute on another stream" in f.detail
+
+
+def test_two_fallbacks_side_by_side_hide_nothing_of_each_other() -> None:
+    # two AI CPU operators of 60 µs on streams 1 and 3 at the same time, no other compute:
+    # each costs its whole time (a fallback is no work that hides another)
+    rows: list[dict] = []
+    for step in range(3):
+        t0 = step * 1_000_000
+        rows.append({"ts": t0, "dur": 500_000, "kind": "range", "name": f"Step#{step}",
+                     "pid": 1, "tid": 1})  # fmt: skip
+        for stream, name in ((1, "Unique"), (3, "NonZero")):
+            rows.append({"ts": t0 + 80_000, "dur": 60_000, "kind": "kernel", "name": name,
+                         "engine": "ai_cpu", "device": 0, "stream": stream})  # fmt: skip
+    table = build_table({k: [r.get(k) for r in rows] for k in COLUMNS})
+    timeline = Timeline(table, {"format": "msprof", "producer": {"name": "msprof"}})
+    found = tracekit.analyze(timeline, [RULE]).findings
+    assert sorted(f.impact_ns for f in found) == [3 * 60_000, 3 * 60_000]

@@ -82,8 +82,8 @@ class Bubbles(Rule):
         "min_bubble_ns": "shortest idle stretch counted as a bubble (ns)",
         "report_ns": "report a pattern when one of its bubbles reaches this (ns)",
         "report_share": "... or when its bubbles reach this share of a step",
-        "max_places": "a cause whose bubbles of report_ns or more sit between more kernel pairs "
-        "than this is one finding (the step is bound by it everywhere), not one per pair",
+        "max_places": "a cause whose bubbles sit between more kernel pairs than this, none "
+        "holding half its idle time, is one finding (the step is bound by it everywhere)",
         **PATTERN_HELP,
     }
 
@@ -93,7 +93,7 @@ class Bubbles(Rule):
         if found.height == 0:
             return []
         found = labelled(labelled(found, "before", "_before"), "after", "_after")
-        found = _folded_places(found, self.opts["report_ns"], self.opts["max_places"])
+        found = _folded_places(found, self.opts["max_places"])
         obs = (
             found.sort("start")
             .group_by("pattern", *KEY)
@@ -119,21 +119,31 @@ class Bubbles(Rule):
         return findings(self, ctx, table, _describe, STATS)
 
 
-def _folded_places(found: pl.DataFrame, report_ns: int, max_places: int) -> pl.DataFrame:
+SPREAD = 0.5  # a cause is spread when no kernel pair holds this share of its idle time
+
+
+def _folded_places(found: pl.DataFrame, max_places: int) -> pl.DataFrame:
     """``found`` (bubbles with labels) with ``pattern``: the cause with the kernels before and
-    after, or for a cause whose bubbles of ``report_ns`` or more sit between more than
-    ``max_places`` kernel pairs, the cause ``across N kernel pairs`` for those bubbles (an
-    eager step stalled before every layer is one thing to fix, not one per layer);
+    after, or for a cause whose bubbles sit between more than ``max_places`` kernel pairs
+    with none of them holding half its idle time, the cause ``across N kernel pairs`` for all
+    its bubbles, large and small (an eager step stalled before every layer is one thing to
+    fix, not one per layer; one large stall among many small ones keeps its own finding);
     ``_places`` is N, null for the others."""
     pair = pl.format("{} → {}", "_before", "_after")
-    big = pl.col("ns") >= report_ns
-    places = pair.filter(big).n_unique().over("cause")
-    found = found.with_columns(_places=pl.when(big & (places > max_places)).then(places))
+    found = found.with_columns(_pair=pair)
+    per_pair = found.group_by("cause", "_pair").agg(_ns=pl.col("ns").sum())
+    spread = per_pair.group_by("cause").agg(
+        _n=pl.len(), _top=(pl.col("_ns").max() / pl.col("_ns").sum())
+    )
+    fold = (pl.col("_n") > max_places) & (pl.col("_top") < SPREAD)
+    found = found.join(spread, on="cause", how="left").with_columns(
+        _places=pl.when(fold).then(pl.col("_n"))
+    )
     folded = pl.format("{}: across {} kernel pairs", "cause", "_places")
-    single = pl.format("{}: {}", "cause", pair)
+    single = pl.format("{}: {}", "cause", "_pair")
     return found.with_columns(
         pattern=pl.when(pl.col("_places").is_not_null()).then(folded).otherwise(single)
-    )
+    ).drop("_pair", "_n", "_top")
 
 
 def _describe(row: dict[str, Any]) -> dict[str, Any]:

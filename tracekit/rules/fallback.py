@@ -109,9 +109,9 @@ def _beside_other_streams(work: pl.DataFrame, rows: pl.DataFrame) -> pl.Series:
     compute kernel ran on another stream of its device (a fallback that runs beside the real
     work costs the step little). One merge per stream that has fallbacks (a few), not per row."""
     device = ["rank", "device"]
-    compute = work.filter(IS_COMPUTE & pl.col("step").is_not_null()).select(
-        *device, "ts", "dur", _lane=pl.col("stream").fill_null(-1)
-    )
+    # real work only: two fallback chains running side by side hide nothing of each other
+    real = IS_COMPUTE & ~pl.col("is_fallback") & pl.col("step").is_not_null()
+    compute = work.filter(real).select(*device, "ts", "dur", _lane=pl.col("stream").fill_null(-1))
     spans = rows.select(*device, "_lane", start="ts", end=pl.col("ts") + pl.col("dur"))
     hidden = pl.Series("_hidden", [0] * rows.height, dtype=pl.Int64)
     for lane in spans["_lane"].unique().to_list():
