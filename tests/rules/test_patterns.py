@@ -8,8 +8,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from fixtures.scenario import KERNELS
-from tests.rules.scenarios import analysed
+import tracekit
+from fixtures.scenario import KERNELS, build_scenario
+from tests.rules.scenarios import WRITERS, analysed
 from tracekit.rules import bubbles, fallback
 from tracekit.rules.advice import ANY, DEFAULT, advice, parse_key, table
 from tracekit.rules.patterns import (
@@ -123,7 +124,8 @@ def test_a_pattern_only_in_the_first_steps_is_warm_up(
     tmp_path: Path, fault_steps: tuple[int, ...], warm: bool
 ) -> None:
     knobs = {"idle_bubble_ns": 150_000, "fallback_kernel": True, "fault_steps": fault_steps}
-    _, analysis = analysed("nsys", knobs, tmp_path)
+    sc = build_scenario(steps=6, layers=4, **knobs)  # four steps after the first two
+    analysis = tracekit.analyze(tracekit.load(WRITERS["nsys"](sc, tmp_path)))
     [bubble] = [f for f in analysis.findings if f.rule == "bubbles"]
     assert bubble.steps == list(fault_steps) and bubble.impact_ns == 150_000
     assert bubble.warm_up is warm and bubble.title.startswith("warm-up only: ") is warm
@@ -132,3 +134,12 @@ def test_a_pattern_only_in_the_first_steps_is_warm_up(
     assert steady and all(f.rule != "bubbles" for f in steady) is warm
     if warm:  # after every steady-state finding, however large it is
         assert analysis.findings.index(bubble) >= len(steady)
+
+
+def test_no_warm_up_without_four_steady_steps_after(tmp_path: Path) -> None:
+    # the same stall in step 0 of a four-step capture: nothing says the steps after it are
+    # the steady state, so it is an ordinary finding
+    knobs = {"idle_bubble_ns": 150_000, "fault_steps": (0,)}
+    _, analysis = analysed("nsys", knobs, tmp_path)
+    [bubble] = [f for f in analysis.findings if f.rule == "bubbles"]
+    assert bubble.steps == [0] and not bubble.warm_up and bubble.severity != "info"

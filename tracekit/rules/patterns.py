@@ -41,7 +41,9 @@ LABEL_WIDTH = 120
 CHAIN_ITEMS = 8  # names kept in a chain's key; longer chains end in "… (+N)"
 STAT_NAMES = ("median", "p90", "max")
 WARM_UP_STEPS = 2  # a pattern only in the trace's first this many steps is start-up cost ...
-WARM_UP_MIN_STEPS = 4  # ... when the trace has at least this many steps
+# ... when at least four steps after them are free of it (a profiler schedule that skipped
+# the warm-up already leaves steady steps first: a pattern in two of four is no start-up)
+WARM_UP_MIN_STEPS = WARM_UP_STEPS + 4
 
 # PyTorch's generic TensorIterator wrappers: the operation is in their template arguments,
 # the first identifier there that names one (its last ``::`` part) and is no wrapper itself.
