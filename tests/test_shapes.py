@@ -15,7 +15,11 @@ from tracekit.metrics.shapes import launching_op_dims, matmul_shape
 def test_matmul_shape_takes_the_first_input_of_two_or_more_dimensions() -> None:
     assert matmul_shape("64,16384;16384,7168", None) == (64, 16384)
     assert matmul_shape("4,16,7168;7168,2112", None) == (64, 7168)  # batched rows multiply
-    assert matmul_shape(None, "[[1024],[8944,1024],[1024,1024],[],[]]") == (8944, 1024)  # addmm
+    addmm = "[[1024],[8944,1024],[1024,1024],[],[]]"
+    assert matmul_shape(None, addmm, "aten::addmm") == (8944, 1024)
+    # a two-dimensional bias is the first input too: the matrix is the second
+    assert matmul_shape(None, "[[64,7168],[64,2048],[2048,7168]]", "aten::addmm") == (64, 2048)
+    assert matmul_shape(None, "[[64,7168],[64,2048],[2048,7168]]", "aten::mm") == (64, 7168)
     assert matmul_shape(None, "[[16,559,1024],[1024,1024],[1024]]") == (8944, 1024)  # linear
     assert matmul_shape(None, "[[7168],[]]") is None
     assert matmul_shape("a,b", None) is None and matmul_shape(None, "not json") is None

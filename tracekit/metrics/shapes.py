@@ -7,6 +7,7 @@ operator share (the kernel's own, else its launch call's)."""
 from __future__ import annotations
 
 import json
+import re
 
 import polars as pl
 
@@ -48,11 +49,18 @@ def launching_op_dims(rows: pl.DataFrame, wanted: pl.DataFrame) -> pl.DataFrame:
     return found.select("op", "input_dims")
 
 
-def matmul_shape(input_shapes: str | None, input_dims: str | None) -> tuple[int, int] | None:
+# PyTorch operators whose first input is the bias added to the product (addmm(bias, mat1,
+# mat2), baddbmm, addbmm, addmv): their matrix is the second input, whatever the bias's rank
+_BIAS_FIRST = re.compile(r"^aten::(addmm|baddbmm|addbmm|addmv)")
+
+
+def matmul_shape(
+    input_shapes: str | None, input_dims: str | None, op: str | None = None
+) -> tuple[int, int] | None:
     """(rows m, inner k) of a GEMM: its first input of two or more dimensions, m the product
     of all but the last, k the last. From Ascend ``input_shapes`` (``"b,s,k;k,n"``) or a
-    PyTorch operator's ``input_dims`` JSON (``[[k], [m, k], [k, n]]`` for ``addmm``: the
-    one-dimensional bias is skipped); None where neither says."""
+    PyTorch operator's ``input_dims`` JSON; for ``op`` ``aten::addmm`` and its kin the bias
+    (first input, of any rank) is skipped. None where neither says."""
     inputs: list[list[int]] = []
     if input_shapes:
         try:
@@ -66,6 +74,8 @@ def matmul_shape(input_shapes: str | None, input_dims: str | None) -> tuple[int,
             decoded = json.loads(input_dims)
         except ValueError:
             decoded = []
+        if op and _BIAS_FIRST.match(op):
+            decoded = decoded[1:]
         inputs = [d for d in decoded if isinstance(d, list) and all(isinstance(x, int) for x in d)]
     first = next((dims for dims in inputs if len(dims) >= 2), None)
     if first is None:

@@ -102,7 +102,8 @@ class Mc2(Rule):
         if pairs.height == 0:
             return pl.DataFrame()
         gemms = pairs.select("rank", corr="gemm_corr", args="gemm_args")
-        pairs = pairs.with_columns(gemm_dims=launching_op_dims(rows, gemms)["input_dims"])
+        ops = launching_op_dims(rows, gemms)
+        pairs = pairs.with_columns(gemm_dims=ops["input_dims"], gemm_op=ops["op"])
         pairs = _judged(labelled(labelled(pairs, "name", "_coll"), "gemm", "_gemm"), vendor)
         if pairs.height == 0:
             return pl.DataFrame()
@@ -143,25 +144,26 @@ def _judged(pairs: pl.DataFrame, vendor: str | None) -> pl.DataFrame:
         _named=pl.col("args").str.extract(r'("collective":\s*"[^"]*")'),
         _shapes=pl.col("gemm_args").str.extract(ASCEND_SHAPES),
         _dims="gemm_dims",
+        _op="gemm_op",
     )
     distinct = keys.unique()
     fit, small = [], []
-    for name, order, grouped, named, shapes, dims in distinct.iter_rows():
+    for name, order, grouped, named, shapes, dims, op in distinct.iter_rows():
         kind = fused_kind(name, "{" + named + "}" if named else None, order, grouped)
         fit.append(kind)
-        small.append(too_small(matmul_shape(shapes, dims), kind, vendor))
+        small.append(too_small(matmul_shape(shapes, dims, op), kind, vendor))
     judged = distinct.with_columns(
         fit=pl.Series(fit, dtype=pl.String), small=pl.Series(small, dtype=pl.String)
     )
-    on = ["name", "order", "grouped", "_named", "_shapes", "_dims"]
+    on = ["name", "order", "grouped", "_named", "_shapes", "_dims", "_op"]
     return (
-        pairs.with_columns(keys.select("_named", "_shapes", "_dims"))
+        pairs.with_columns(keys.select("_named", "_shapes", "_dims", "_op"))
         .join(judged, on=on, how="left", nulls_equal=True, maintain_order="left")
         .filter(pl.col("fit").is_not_null())
         .with_columns(_rank=pl.col("fit").replace_strict(PRIORITY, list(range(len(PRIORITY)))))
         .sort("_rank", pl.col("order") != "gemm first", maintain_order=True)
         .unique("row", keep="first", maintain_order=True)  # one pair per collective
-        .drop("_named", "_shapes", "_dims", "_rank", "row")
+        .drop("_named", "_shapes", "_dims", "_op", "_rank", "row")
     )
 
 
