@@ -248,3 +248,120 @@ def test_generated_serving_stacks_get_advice_naming_only_what_they_show(
     assert analysis.findings or label == "mindie on ascend"
     for finding in analysis.findings:
         assert named(finding.advice) <= allowed, (label, finding.rule, finding.advice)
+
+
+# A vendor's APIs and platform words, which only that vendor's texts may name: a text under
+# `default` or an `any+…` key names none of them, and a vendor's text none of another
+# vendor's. `torch.cuda`, the 'cuda' device and "GPU" belong to NVIDIA and AMD alike (ROCm
+# PyTorch keeps the torch.cuda interfaces).
+VENDOR_WORDS: dict[str, re.Pattern[str]] = {
+    "nvidia": re.compile(
+        r"\bcu(?:da)?[A-Z]\w*|(?<![A-Za-z])CUDA(?![a-z])|\bNVLink\b|\bNVIDIA\b|\bnvidia-smi\b"
+        r"|nccl-tests|\bNCCL\b|\bNVSHMEM\b|\bcuBLAS|\bcuDNN"
+    ),
+    "amd": re.compile(
+        r"\bhip[A-Z]\w*|(?<![A-Za-z])HIP(?![a-z])|\bROCm\b|(?<![A-Za-z])ROCM(?![a-z])"
+        r"|\bxGMI\b|Infinity Fabric|\bAMD\b|\bRCCL\b|rccl-tests|\broc[A-Z]\w*|\bMIOpen\b"
+    ),
+    "ascend": re.compile(
+        r"\bacl\w*|\bACL\b|\bCANN\b|(?<![A-Za-z])NPUs?(?![a-z])|['\"]npu['\"]|\bHCCS\b"
+        r"|\bHCCL\b|\bhcom\b|\bhccl_test\b|\btorch\.npu\b|\btorch_npu\.npu\w*|\bnpu_\w+"
+        r"|\bAI (?:Core|CPU)\b|MC²|Notify_Wait|\bAscend\b|\bMindIE\b"
+    ),
+}
+SHARED_WORDS: list[tuple[frozenset[str], re.Pattern[str]]] = [
+    (frozenset({"nvidia", "amd"}), re.compile(r"\btorch\.cuda\b|['\"]cuda['\"]|\bGPUs?\b")),
+    # PyTorch's async tensor parallelism runs on symmetric memory, which needs CUDA
+    (frozenset({"nvidia"}), re.compile(r"(?i)async tensor[- ]parallel\w*|symmetric[- ]memory")),
+]
+
+
+def vendor_words(text: str) -> dict[str, frozenset[str]]:
+    """The vendor-specific words of ``text``, each with the vendors whose texts may name it."""
+    found: dict[str, frozenset[str]] = {}
+    for vendor, pattern in VENDOR_WORDS.items():
+        found |= {m.group(0): frozenset({vendor}) for m in pattern.finditer(text)}
+    for owners, pattern in SHARED_WORDS:
+        found |= {m.group(0): owners for m in pattern.finditer(text)}
+    return found
+
+
+def foreign_words(key: str, text: str) -> list[str]:
+    """The words of ``text`` that its key's vendor (none for ``default`` / ``any+…``) may not
+    name."""
+    vendor = parse_key(key).vendor
+    return sorted(w for w, owners in vendor_words(text).items() if vendor not in owners)
+
+
+def test_vendor_words_are_found_in_sentences() -> None:
+    assert foreign_words("default", "call torch.cuda.synchronize() less often") == ["torch.cuda"]
+    assert foreign_words("any+pytorch", "use cudaMemcpyAsync over NVLink") == [
+        "NVLink",
+        "cudaMemcpyAsync",
+    ]
+    assert foreign_words("any+pytorch", "set PYTORCH_CUDA_ALLOC_CONF") == ["CUDA"]
+    assert foreign_words("default", "hipMalloc on ROCm over xGMI") == ["ROCm", "hipMalloc", "xGMI"]
+    assert foreign_words("default", "aclrtMemcpy in CANN on the NPU over HCCS") == [
+        "CANN",
+        "HCCS",
+        "NPU",
+        "aclrtMemcpy",
+    ]
+    assert foreign_words("any+pytorch", "torch.npu.Stream() or torch_npu.npu_swiglu") == [
+        "torch.npu",
+        "torch_npu.npu_swiglu",
+    ]
+    assert foreign_words("ascend", "torch.npu.synchronize() on the NPU") == []
+    assert foreign_words("ascend", "torch.cuda.synchronize() on the GPU") == ["GPU", "torch.cuda"]
+    assert foreign_words("amd+pytorch", "a torch.cuda.Stream on the GPU, a HIP stream") == []
+    assert foreign_words("nvidia", "cudaFree, not hipFree") == ["hipFree"]
+    assert foreign_words("amd+pytorch", "PyTorch's async tensor parallelism") == [
+        "async tensor parallelism"
+    ]
+    # words that only look vendor-specific: option names, everyday English
+    plain = "set cudagraph_mode or --cuda-graph-max-bs; access control; the npu-smi-less hip"
+    assert foreign_words("any+sglang", plain) == []
+    assert named("torch.npu.empty_cache()") == {"torch_npu"}
+
+
+@pytest.mark.parametrize(("rule", "kind", "entry"), entries(), ids=lambda v: str(v)[:30])
+def test_no_text_names_another_vendors_api(rule: str, kind: str, entry: dict[str, str]) -> None:
+    for key, text in entry.items():
+        foreign = foreign_words(key, text)
+        assert not foreign, f"[{rule}.{kind}] {key!r} names {foreign}"
+
+
+# Typical stacks of the three vendors' PyTorch traces and a serving engine's
+NVIDIA_PYTORCH = frozenset({"pytorch", "eager", "cudnn", "nccl"})
+ASCEND_TORCH_NPU = frozenset({"pytorch", "torch_npu", "eager", "hccl", "aclnn"})
+NVIDIA_SGLANG = frozenset({"sglang", "pytorch", "cuda-graphs", "flashinfer", "nccl", "triton"})
+
+
+def test_a_framework_text_beats_a_plain_vendor_text_but_not_the_vendors_framework_text() -> None:
+    entry = {
+        "default": "generic",
+        "ascend": "ascend",
+        "nvidia": "nvidia",
+        "any+pytorch": "pytorch",
+        "nvidia+pytorch": "nvidia pytorch",
+        "ascend+torch_npu": "torch_npu",
+        "any+sglang": "sglang",
+    }
+    assert choose(entry, "nvidia", NVIDIA_PYTORCH) == "nvidia pytorch"
+    assert choose(entry, "ascend", ASCEND_TORCH_NPU) == "torch_npu"
+    assert choose(entry, "nvidia", NVIDIA_SGLANG) == "sglang"
+    assert choose(entry, "amd", frozenset({"pytorch"})) == "pytorch"
+    del entry["ascend+torch_npu"]  # why Ascend needs its own text wherever PyTorch has one
+    assert choose(entry, "ascend", ASCEND_TORCH_NPU) == "pytorch"
+
+
+@pytest.mark.parametrize(("rule", "kind", "entry"), entries(), ids=lambda v: str(v)[:30])
+def test_ascend_pytorch_traces_keep_the_mc2_advice(
+    rule: str, kind: str, entry: dict[str, str]
+) -> None:
+    """Where the Ascend text names an MC² operator, a torch_npu trace's text names it too
+    (and not a PyTorch text written for GPUs)."""
+    operators = set(re.findall(r"MC² operators? (\w+)", entry.get("ascend", "")))
+    chosen = choose(entry, "ascend", ASCEND_TORCH_NPU)
+    assert all(op in chosen for op in operators), (rule, kind, sorted(operators), chosen)
+    assert not foreign_words("ascend", chosen), (rule, kind, chosen)

@@ -136,10 +136,14 @@ def test_coverage_on_the_rank_decides() -> None:
     ("name", "alloc", "setup"),
     [
         ("cudaFree", True, False),
-        ("cudaMallocAsync", True, False),
         ("cudaHostAlloc", True, False),
+        ("cudaMallocHost", True, False),
+        ("cudaMalloc3DArray", True, False),
         ("cuMemAlloc_v2", True, False),
+        ("cuMemAllocHost_v2", True, False),
         ("hipHostMalloc", True, False),
+        ("hipMallocManaged", True, False),
+        ("hipMemMap", True, False),
         ("AscendCL@aclrtMallocAlign32", True, False),
         ("cudaStreamCreateWithFlags", False, True),
         ("cuLibraryLoadData", False, True),
@@ -149,6 +153,15 @@ def test_coverage_on_the_rank_decides() -> None:
         ("__hipRegisterFatBinary", False, True),
         ("AscendCL@aclrtCreateEventExWithFlag", False, True),
         ("aclrtCreateStreamWithConfig", False, True),
+        # stream-ordered allocation does not block the host (what the advice recommends)
+        ("cudaMallocAsync", False, False),
+        ("cudaFreeAsync", False, False),
+        ("cudaMallocFromPoolAsync", False, False),
+        ("hipMallocAsync", False, False),
+        ("hipFreeAsync", False, False),
+        ("cuMemAllocAsync", False, False),
+        ("cuMemFreeAsync_ptsz", False, False),
+        ("cuMemMapArrayAsync", False, False),
         # launches, copies, queries and cheap descriptors are neither
         ("cudaLaunchKernel", False, False),
         ("cudaMemcpyAsync", False, False),
@@ -164,3 +177,43 @@ def test_runtime_call_names(name: str, alloc: bool, setup: bool) -> None:
         alloc,
         setup,
     )
+
+
+MAIN, PIN = 11, 12  # the launching thread and a DataLoader pin-memory thread of process 10
+
+
+def _on(ts: int, dur: int, name: str, tid: int, corr: int | None = None) -> tuple:
+    return (ts, dur, "api", name, -1, None, 0, 10, tid, corr)
+
+
+def _k(ts: int, corr: int | None) -> tuple:
+    return (ts, 10_000, "kernel", "k", 0, 7, 0, None, None, corr)
+
+
+def test_only_the_launching_thread_holds_the_launch_back() -> None:
+    rows = [
+        (0, 1_000_000, "range", "ProfilerStep#1", -1, None, 0, 10, MAIN, None),
+        _on(1_000, 2_000, "cudaLaunchKernel", MAIN, 1), _k(10_000, 1),
+        # 20-120 us: 90 us pinning host memory on another thread; the launch is late
+        _on(25_000, 90_000, "cudaHostAlloc", PIN), _on(100_000, 2_000, "cudaLaunchKernel", MAIN, 2),
+        _k(120_000, 2),
+        # 130-230 us: 80 us in a malloc on the launching thread itself
+        _on(135_000, 80_000, "cudaMalloc", MAIN), _on(215_000, 2_000, "cudaLaunchKernel", MAIN, 3),
+        _k(230_000, 3),
+        # 240-340 us: the next kernel's launch is not in the trace: any thread of the rank
+        _on(250_000, 80_000, "cudaHostAlloc", PIN), _k(340_000, None),
+        # 350-450 us: 90 us in stream-ordered allocation, which returns at once: the launch
+        _on(355_000, 50_000, "cudaMallocAsync", MAIN), _on(405_000, 40_000, "cudaFreeAsync", MAIN),
+        _on(446_000, 2_000, "cudaLaunchKernel", MAIN, 4), _k(450_000, 4),
+    ]  # fmt: skip
+    cols = ("ts", "dur", "kind", "name", "device", "stream", "rank", "pid", "tid", "corr")
+    types = (pl.Int64, pl.Int64, pl.String, pl.String, pl.Int32, pl.Int64, pl.Int32, pl.Int64)
+    df = pl.DataFrame(rows, schema=dict(zip(cols, (*types, pl.Int64, pl.Int64))), orient="row")
+    a = tracekit.analyze(Timeline(build_table({c: df[c] for c in df.columns}), {"format": "t"}))
+    found = attributed_bubbles(a.in_windows, a.rows, 2_000)
+    assert found.select("start", "end", "cause").rows() == [
+        (20_000, 120_000, LAUNCH),
+        (130_000, 230_000, ALLOC),
+        (240_000, 340_000, ALLOC),
+        (350_000, 450_000, LAUNCH),
+    ]

@@ -224,3 +224,72 @@ def test_a_short_ascend_wait_blocked_its_stream_from_the_gap_before_it() -> None
     assert stream_waits(b.rows, b.work).select("start", "end", "cause").rows() == [
         (139_960, 139_970, "waiting on an event")
     ]
+
+
+def _ascend(rows: list[tuple]) -> tracekit.Analysis:
+    """The analysis of msprof-like ``(ts, dur, kind, name, stream, engine)`` rows on device 0."""
+    cols = ("ts", "dur", "kind", "name", "stream", "engine")
+    df = pl.DataFrame(rows, schema=cols, orient="row").with_columns(
+        device=pl.when(pl.col("kind") != "range").then(pl.lit(0, pl.Int32)),
+        rank=pl.lit(0, pl.Int32),
+    )
+    meta = {"format": "msprof", "producer": {"name": "msprof"}}
+    return tracekit.analyze(Timeline(build_table({c: df[c] for c in df.columns}), meta))
+
+
+@pytest.mark.parametrize(
+    ("record_end", "expected"),
+    [
+        # the record 4.9 ms before the wait released nothing the stream waited 5 ms for
+        (200_000, (5_100_000, 5_100_010, None, "waiting on an event")),
+        # 50 µs before the wait (EVENT_LATENCY_NS, inclusive): it released it, from the gap
+        (5_050_000, (100_000, 5_100_010, 2, "waiting on stream 2")),
+        (5_049_999, (5_100_000, 5_100_010, None, "waiting on an event")),  # 1 ns earlier
+    ],
+)
+def test_a_short_wait_long_after_the_record_stays_as_timed(
+    record_end: int, expected: tuple
+) -> None:
+    a = _ascend(
+        [
+            (0, 6_000_000, "range", "Step#0", None, None),
+            (0, 100_000, "kernel", "MatMul", 1, "aic"),
+            (record_end - 10, 10, "sync", "EVENT_RECORD", 2, None),
+            (5_100_000, 10, "sync", "EVENT_WAIT", 1, None),
+            (5_100_010, 20_000, "kernel", "Add", 1, "aiv"),
+        ]
+    )
+    waits = stream_waits(a.rows, a.work)
+    assert waits.select("stream", "start", "end", "target", "cause").rows() == [(1, *expected)]
+    # the device idles through the whole wait: stream_wait_ns is its length
+    assert a.step_metrics["stream_wait_ns"].to_list() == [expected[1] - expected[0]]
+
+
+@pytest.mark.parametrize(
+    "wait_args", [{"wait_on_stream": 8, "event_id": 3}, {"event": 3}], ids=["kineto", "nsys"]
+)
+def test_an_issued_wait_ends_when_its_stream_released_it(wait_args: dict) -> None:
+    # stream 7 waits at 100 µs for stream 8's collective, done at 120 µs; the host launches
+    # 7's next kernel only at 2.99 ms: the wait is 100-122 µs (the release + SLACK_NS), the
+    # rest of the gap is the late launch
+    rows = [
+        (0, 4_000_000, "range", "ProfilerStep#0", -1, None, None, None),
+        (0, 100_000, "kernel", "gemm", 0, 7, None, None),
+        (0, 120_000, "comm", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 8, None, None),
+        (100_000, 1_000, "sync", "Stream Wait Event", 0, 7, None, json.dumps(wait_args)),
+        (2_990_000, 5_000, "api", "cudaLaunchKernel", -1, None, 1, None),
+        (3_000_000, 10_000, "kernel", "next", 0, 7, 1, None),
+    ]
+    cols = ("ts", "dur", "kind", "name", "device", "stream", "corr", "args")
+    types = (pl.Int64, pl.Int64, pl.String, pl.String, pl.Int32, pl.Int64, pl.Int64, pl.String)
+    df = pl.DataFrame(rows, schema=dict(zip(cols, types)), orient="row")
+    df = df.with_columns(rank=pl.lit(0, pl.Int32))
+    a = tracekit.analyze(Timeline(build_table({c: df[c] for c in df.columns}), {"format": "t"}))
+    waits = stream_waits(a.rows, a.work)
+    assert waits.select("stream", "start", "end", "target", "cause").rows() == [
+        (7, 100_000, 122_000, 8, "waiting on stream 8")
+    ]
+    assert a.step_metrics["stream_wait_ns"].to_list() == [2_000]  # idle 120-122 µs
+    [bubble] = [f for f in a.findings if f.rule == "bubbles"]
+    assert bubble.pattern.startswith("host-bound: launch: ncclDevKernel")
+    assert bubble.impact_ns == 2_880_000

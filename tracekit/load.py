@@ -17,6 +17,7 @@ from tracekit.parsers import registry
 from tracekit.parsers.demangle import demangle_events, mangled_left, pycxxfilt
 from tracekit.parsers.probe import Probe
 from tracekit.parsers.processes import scope_ranks
+from tracekit.taxonomy import vendor_of_calls
 from tracekit.timeline import Timeline
 
 SAVED = ("tracekit-parquet", "tracekit-arrow")  # timelines tracekit wrote itself
@@ -78,6 +79,10 @@ def load(path: str | Path, format: str | None = None, progress=None) -> Timeline
         timeline.meta["source"] = path.name
     if parser.name not in SAVED:  # a saved timeline keeps its ranks and metadata as saved
         timeline = scope_ranks(timeline)  # correlation ids are per process: one rank each
+        named = any((d or {}).get("vendor") for d in timeline.meta.get("devices") or [])
+        api_vendor = None if named else vendor_of_calls(timeline.df)
+        if api_vendor:  # no device names its vendor: the runtime API the calls use does
+            timeline.meta["api_vendor"] = api_vendor
     events = timeline.stored
     demangled = demangle_events(events)
     if demangled is not events:

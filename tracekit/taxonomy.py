@@ -181,13 +181,35 @@ def load_patterns(path: str | Path | None = None) -> Taxonomy:
     return builtin().extended(parse_patterns(text, str(path)))
 
 
+# The runtime API a trace's launch calls belong to says whose device ran them
+_API_VENDORS = (("amd", "^hip[A-Z]"), ("nvidia", "^(cuda|cu)[A-Z]"), ("ascend", "^acl[a-z]*[A-Z]"))
+
+
+def vendor_of_calls(df: pl.DataFrame) -> str | None:
+    """The vendor whose runtime API most of the trace's API calls name (``hipLaunchKernel``,
+    ``cudaLaunchKernel``, ``aclrtMemcpy`` …), or None: what a trace shows when its metadata
+    names no device (a merged Kineto file may keep another backend's producer text)."""
+    calls = df.lazy().filter(pl.col("kind") == "api").group_by("name").agg(n=pl.len())
+    calls = calls.with_columns(pl.col("name").cast(pl.String)).collect()
+    if not calls.height:
+        return None
+    counts = {
+        v: int(calls.filter(pl.col("name").str.contains(p))["n"].sum()) for v, p in _API_VENDORS
+    }
+    best = max(counts, key=lambda v: counts[v])
+    return best if counts[best] > sum(counts.values()) / 2 else None
+
+
 def vendor_of(meta: dict[str, Any]) -> str | None:
-    """nvidia / amd / ascend, from the devices or the producer of a timeline."""
+    """nvidia / amd / ascend, from the devices, the runtime API the calls name
+    (``meta["api_vendor"]``, set at load) or the producer of a timeline."""
     for device in meta.get("devices") or []:
         vendor = str((device or {}).get("vendor") or "").lower()
         for known in VENDORS:
             if known in vendor or (known == "ascend" and "huawei" in vendor):
                 return known
+    if meta.get("api_vendor") in VENDORS:
+        return str(meta["api_vendor"])
     producer = meta.get("producer") or {}
     text = " ".join(str(v) for v in [meta.get("format"), *producer.values()]).lower()
     if any(k in text for k in ("rocprof", "rocpd", "roctracer", "rocm", "hip")):

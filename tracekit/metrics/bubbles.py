@@ -14,14 +14,19 @@ SYNC_API = r"(?i)synchroni[sz]e|EventSynchronize|StreamWait|aclrtSynchronize"
 # Host runtime calls that are not launches, by what they do. A name matches at its start or
 # after a layer prefix (torch_npu ``AscendCL@aclrtMalloc``); nsys's version suffix
 # (``cudaFree_v3020``) is stripped by the parser, a driver's ``_v2`` is left and matches.
+# The stream-ordered calls (``cudaMallocAsync``, ``cudaFreeAsync``, ``…FromPoolAsync``,
+# ``cuMemMapArrayAsync``, their HIP twins) do not block the host: the CUDA and HIP names are
+# whole words (no letter may follow), each variant spelled out (polars' regex: no look-around).
 # Sources: CUDA runtime / driver API, HIP runtime API, CANN AscendCL (acl_rt.h) references.
 ALLOC_API = (
-    r"(?:^|@)(?:cuda(?:Malloc|Free|HostAlloc|HostRegister|HostUnregister)"
-    r"|cuMem(?:Alloc|Free|HostAlloc|HostRegister|HostUnregister|Create|Release|Map|Unmap"
-    r"|SetAccess|AddressReserve|AddressFree)"
-    r"|hip(?:Malloc|Free|HostMalloc|HostAlloc|HostFree|HostRegister|HostUnregister"
-    r"|ExtMallocWithFlags|ExtHostAlloc|MemAllocHost|MemAllocPitch|MemCreate|MemRelease|MemMap"
-    r"|MemUnmap|MemSetAccess|MemAddressReserve|MemAddressFree)"
+    r"(?:^|@)(?:(?:cuda(?:Malloc(?:Host|Managed|Pitch|Array|3D|3DArray|MipmappedArray)?"
+    r"|Free(?:Host|Array|MipmappedArray)?|HostAlloc|HostRegister|HostUnregister)"
+    r"|cuMem(?:Alloc(?:Host|Managed|Pitch)?|Free(?:Host)?|HostAlloc|HostRegister"
+    r"|HostUnregister|Create|Release|Map|Unmap|SetAccess|AddressReserve|AddressFree)"
+    r"|hip(?:Malloc(?:Host|Managed|Pitch|Array|3D|3DArray|MipmappedArray)?"
+    r"|Free(?:Host|Array|MipmappedArray)?|HostMalloc|HostAlloc|HostFree|HostRegister"
+    r"|HostUnregister|ExtMallocWithFlags|ExtHostAlloc|MemAllocHost|MemAllocPitch|MemCreate"
+    r"|MemRelease|MemMap|MemUnmap|MemSetAccess|MemAddressReserve|MemAddressFree))(?:[^A-Za-z]|$)"
     r"|hsa_amd_memory_pool_(?:allocate|free)"
     r"|aclrt(?:Malloc|Free|ReserveMemAddress|ReleaseMemAddress|MapMem|UnmapMem)|rt(?:Malloc|Free))"
 )
@@ -36,6 +41,7 @@ SETUP_API = (
     r"|(?:cudnn|cublas|cublasLt|cusparse|cusolverDn|miopen|hipblas|hipblasLt)Create(?:_v\d+)?$"
     r"|rocblas_create_handle)"
 )
+HOST = ["rank", "_wide", "_hpid", "_htid"]  # a host thread, or (``_wide``) a rank's host
 RUNTIME_CALLS = {  # cause -> the calls that make it, checked before a late launch
     "host-bound: memory allocation": ALLOC_API,
     "host-bound: setup": SETUP_API,
@@ -123,12 +129,12 @@ def _waited(bubbles: pl.DataFrame, waits: pl.DataFrame) -> pl.DataFrame:
 
 def _covered(bubbles: pl.DataFrame, calls: pl.DataFrame, out: str) -> pl.DataFrame:
     """``bubbles`` with ``out``: how many of each bubble's ns some of ``calls`` (merged per
-    rank: ``rank, start, end``) ran on its rank. A running sum of the calls' lengths, read at
+    host: ``*HOST, start, end``) ran on its host. A running sum of the calls' lengths, read at
     the bubble's two ends by as-of joins, gives it with no cross join."""
     length = pl.col("end") - pl.col("start")
     right = (
-        calls.with_columns(_before=length.cum_sum().over("rank") - length)
-        .select("rank", "_before", _cs="start", _ce="end")
+        calls.with_columns(_before=length.cum_sum().over(HOST) - length)
+        .select(*HOST, "_before", _cs="start", _ce="end")
         .sort("_cs")
     )
     for edge in ("start", "end"):
@@ -139,7 +145,7 @@ def _covered(bubbles: pl.DataFrame, calls: pl.DataFrame, out: str) -> pl.DataFra
                 right,
                 left_on=edge,
                 right_on="_cs",
-                by="rank",
+                by=HOST,
                 strategy="backward",
                 check_sortedness=False,
             )
@@ -151,24 +157,51 @@ def _covered(bubbles: pl.DataFrame, calls: pl.DataFrame, out: str) -> pl.DataFra
     )
 
 
+def _hosts(calls: pl.DataFrame) -> pl.DataFrame:
+    """``calls`` (``rank, pid, tid, ts, dur``) keyed by :data:`HOST` twice over: on their own
+    thread (those whose thread is known), and on their rank as a whole (``_wide``)."""
+    own = calls.filter(pl.col("pid").is_not_null() & pl.col("tid").is_not_null())
+    return pl.concat(
+        [
+            own.select("rank", "ts", "dur", _wide=pl.lit(0, pl.Int8), _hpid="pid", _htid="tid"),
+            calls.select(
+                "rank",
+                "ts",
+                "dur",
+                _wide=pl.lit(1, pl.Int8),
+                _hpid=pl.lit(0, pl.Int64),
+                _htid=pl.lit(0, pl.Int64),
+            ),
+        ]
+    )
+
+
 def _in_runtime_call(bubbles: pl.DataFrame, api: pl.LazyFrame, names: pl.Series) -> pl.DataFrame:
     """``bubbles`` with ``_call``: the :data:`RUNTIME_CALLS` cause of each bubble that such
-    calls on its rank (``api``: ``rank, ts, name, _api_end``; ``names``: its distinct names)
-    cover for at least half of it, named by the kind that covers more; null elsewhere and
-    where the next row's launch was issued before the bubble began (the host was not what
-    held it back)."""
-    bubbles = bubbles.with_columns(pl.col("rank").cast(pl.Int32))
+    calls cover for at least half of it, named by the kind that covers more; null elsewhere
+    and where the next row's launch was issued before the bubble began (the host was not what
+    held it back). The calls counted are those of the thread that issued the launch of the
+    row after the bubble (``_lpid``, ``_ltid``: a pin-memory thread's allocations do not hold
+    the launching thread back), or of its whole rank where that launch is unknown. ``api``:
+    ``rank, pid, tid, ts, name, _api_end``; ``names``: its distinct names."""
+    known = pl.col("_lpid").is_not_null() & pl.col("_ltid").is_not_null()
+    bubbles = bubbles.with_columns(
+        pl.col("rank").cast(pl.Int32),
+        _wide=pl.when(known).then(pl.lit(0, pl.Int8)).otherwise(pl.lit(1, pl.Int8)),
+        _hpid=pl.when(known).then(pl.col("_lpid")).otherwise(pl.lit(0, pl.Int64)),
+        _htid=pl.when(known).then(pl.col("_ltid")).otherwise(pl.lit(0, pl.Int64)),
+    )
     causes = {cause: _matching(names, pattern) for cause, pattern in RUNTIME_CALLS.items()}
     if not any(len(found) for found in causes.values()):
-        return bubbles.with_columns(_call=pl.lit(None, pl.String))
+        return bubbles.with_columns(_call=pl.lit(None, pl.String)).drop(*HOST[1:])
     wanted = pl.concat(list(causes.values())).implode()
     calls = api.filter(pl.col("name").is_in(wanted)).collect()
     calls = calls.with_columns(dur=pl.col("_api_end") - pl.col("ts"))
-    found = _covered(bubbles, merge(calls, ["rank"]), "_cover")
+    found = _covered(bubbles, merge(_hosts(calls), HOST), "_cover")
     covers = []
     for i, (cause, kind) in enumerate(causes.items()):
         mine = calls.filter(pl.col("name").is_in(kind.implode()))
-        found = _covered(found, merge(mine, ["rank"]), f"_cover{i}")
+        found = _covered(found, merge(_hosts(mine), HOST), f"_cover{i}")
         covers.append((cause, f"_cover{i}"))
     (alloc, alloc_ns), (setup, setup_ns) = covers
     named = (
@@ -177,7 +210,7 @@ def _in_runtime_call(bubbles: pl.DataFrame, api: pl.LazyFrame, names: pl.Series)
     late = pl.col("_api_end").is_null() | (pl.col("_api_end") > pl.col("start"))
     held = (2 * pl.col("_cover") >= pl.col("end") - pl.col("start")) & late
     return found.with_columns(_call=pl.when(held).then(named)).drop(
-        "_cover", *(col for _, col in covers)
+        "_cover", *(col for _, col in covers), *HOST[1:]
     )
 
 
@@ -230,8 +263,13 @@ def attributed_bubbles(
     # Only the calls that matter are gathered: the launches of the rows after the gaps and
     # the sync calls (a trace has millions of API calls and a few thousand gaps).
     api = rows.lazy().filter(pl.col("kind") == "api")
+    thread = [
+        pl.col(c).cast(pl.Int64) if c in rows.columns else pl.lit(None, pl.Int64).alias(c)
+        for c in ("pid", "tid")
+    ]
     api = api.select(
         pl.col("rank").fill_null(0).cast(pl.Int32),
+        *thread,
         "corr",
         "ts",
         "name",
@@ -240,7 +278,7 @@ def attributed_bubbles(
     wanted = after["corr"].drop_nulls().unique().implode()
     launches = (
         api.filter(pl.col("corr").is_in(wanted))
-        .select("rank", "corr", "_api_end")
+        .select("rank", "corr", "_api_end", _lpid="pid", _ltid="tid")
         .collect()
         .unique(subset=["rank", "corr"], keep="first")
     )

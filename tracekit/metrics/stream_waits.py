@@ -10,13 +10,15 @@ callback``). The traces record it in two ways:
   writes for ``hipStreamWaitEvent`` (``Barrier`` rows);
   Older chips (Ascend 910 with CANN 6 msprof) time an ``EVENT_WAIT`` as the instant it was
   satisfied (10 ns tasks): a wait shorter than :data:`SHORT_WAIT_NS` after an idle gap on its
-  stream blocked that stream from the gap's start, when an event record on another stream
-  ended inside the gap (else it stays as timed);
+  stream blocked that stream from the gap's start, when the event record that released it
+  ended inside the gap at most :data:`EVENT_LATENCY_NS` before the wait was timed (else it
+  stays as timed: a record long before it released nothing the stream was waiting for);
 * **issued waits** -- CUPTI's ``Stream Wait Event`` synchronization records (nsys, Kineto
   ``cuda_sync``), timed on the host when ``cudaStreamWaitEvent`` ran. The stream's blocked
   time is then the gap on that stream from the wait (or its previous row, whichever ends
   later) to its next row, when the stream it waited on (Kineto's ``wait_on_stream``, else
-  any other) finished work inside that gap; a gap no other stream closes is the host's.
+  any other) finished work inside that gap, cut :data:`SLACK_NS` after that work's end (the
+  rest of the gap is the host's late launch); a gap no other stream closes is the host's.
 
 What a wait waited for: a host callback when the task before it on its stream is a
 ``HOSTFUNC_CALLBACK`` (CANN runs a blocking callback as a callback task and a wait on the
@@ -59,6 +61,9 @@ RECORDS = (
 CALLBACKS = ("HOSTFUNC_CALLBACK",)
 SLACK_NS = 2_000  # a wait may end this long after the record that released it is timed
 SHORT_WAIT_NS = 1_000  # a timed wait this short was timed when satisfied, not while blocked
+# a short timed wait is satisfied at most this long after the record that released it ends
+# (an Ascend 910 trace, CANN 6 msprof: 16.5 µs from EVENT_RECORD's end to the EVENT_WAIT)
+EVENT_LATENCY_NS = 50_000
 HOST_CALLBACK = "waiting on a host callback"
 ON_EVENT = "waiting on an event"
 ON_STREAM = "waiting on stream {}"
@@ -141,8 +146,9 @@ def _issued(waits: pl.DataFrame, work: pl.DataFrame) -> pl.DataFrame:
 
 
 def _released(waits: pl.DataFrame, signals: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """Each wait with ``_by``/``_cb``: the stream (and whether a callback came before it) of
-    the latest signal ending inside it (null when none did)."""
+    """Each wait with ``_by``/``_cb``/``_sent``: the stream (whether a callback came before
+    it, when it ended) of the latest signal ending inside it, and no earlier than ``_near``
+    where that is set (null when none did)."""
     found = waits.sort("_limit").join_asof(
         signals.sort("_send"),
         left_on="_limit",
@@ -151,10 +157,12 @@ def _released(waits: pl.DataFrame, signals: pl.DataFrame, by: list[str]) -> pl.D
         strategy="backward",
         check_sortedness=False,
     )
-    inside = pl.col("_send") > pl.col("start")
+    near = (pl.col("_send") >= pl.col("_near")).fill_null(True)
+    inside = (pl.col("_send") > pl.col("start")) & near
     return found.with_columns(
         _by=pl.when(inside).then(pl.col("_sstream")),
         _cb=pl.when(inside).then(pl.col("_scb")),
+        _sent=pl.when(inside).then(pl.col("_send")),
     ).drop("_send", "_sstream", "_scb", *(c for c in found.columns if c.endswith("_right")))
 
 
@@ -203,9 +211,12 @@ def stream_waits(rows: pl.DataFrame, work: pl.DataFrame) -> pl.DataFrame:
                 _wanted="_wanted",
                 _issued=pl.lit(False),
                 _timed_at=pl.when(early).then(pl.col("ts")),
+                _near=pl.when(early).then(pl.col("ts") - EVENT_LATENCY_NS),
             ),
             _issued(sync.filter(issued), done).with_columns(
-                _issued=pl.lit(True), _timed_at=pl.lit(None, pl.Int64)
+                _issued=pl.lit(True),
+                _timed_at=pl.lit(None, pl.Int64),
+                _near=pl.lit(None, pl.Int64),
             ),
         ]
     ).filter(pl.col("end") > pl.col("start"))
@@ -233,6 +244,11 @@ def stream_waits(rows: pl.DataFrame, work: pl.DataFrame) -> pl.DataFrame:
     found = pl.concat(parts, how="diagonal_relaxed")
     # an issued wait that no other stream released was the host's late launch, not a wait
     found = found.filter(~pl.col("_issued") | pl.col("_by").is_not_null())
+    # an issued wait ends when what released it ended: a later row is the host's late launch
+    released_at = pl.min_horizontal("end", pl.col("_sent") + SLACK_NS)
+    found = found.with_columns(
+        end=pl.when(pl.col("_issued")).then(released_at).otherwise(pl.col("end"))
+    )
     # a short timed wait that no record released in the gap before it is only what it timed
     unreleased = pl.col("_timed_at").is_not_null() & pl.col("_by").is_null()
     found = found.with_columns(
