@@ -7,6 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import tracekit
 from fixtures.scenario import KERNELS
 from fixtures.step_truth import ROLE_CATEGORY
 from tracekit.errors import TraceError
@@ -166,3 +167,29 @@ def test_stack_conditions_any_of_and_all_of(tmp_path: Path) -> None:
     assert flags({"vllm", "aiter"}) == [True, True]
     assert flags({"vllm"}) == [False, True]
     assert flags({"atom", "inductor"}) == [True, False]
+
+
+def test_vendor_from_the_runtime_calls_when_no_device_names_one() -> None:
+    from tracekit.taxonomy import vendor_of_calls
+
+    def calls(*names: str) -> pl.DataFrame:
+        return pl.DataFrame({"name": list(names), "kind": ["api"] * len(names)})
+
+    assert vendor_of_calls(calls("hipLaunchKernel", "hipMemcpyAsync", "cudaFree")) == "amd"
+    assert vendor_of_calls(calls("cudaLaunchKernel", "cuLaunchKernel")) == "nvidia"
+    assert vendor_of_calls(calls("aclrtMemcpyAsync", "aclnnMatmul")) == "ascend"
+    assert vendor_of_calls(calls("hipFree", "cudaFree")) is None  # no majority
+    assert vendor_of_calls(calls()) is None
+    # the metadata's devices decide first, then the calls, then the producer's text
+    assert vendor_of({"devices": [], "api_vendor": "amd", "producer": {"b": "CUPTI"}}) == "amd"
+    meta = {"devices": [{"vendor": "NVIDIA"}], "api_vendor": "amd"}
+    assert vendor_of(meta) == "nvidia"
+
+
+def test_a_merged_rocm_kineto_file_that_says_cupti_is_amd() -> None:
+    from tests.conftest import real_file
+
+    path = real_file("amd", "kineto_mi300_ddp4rank_rccl_FUSED/merged_all_events.json.gz")
+    timeline = tracekit.load(path)
+    assert timeline.meta["producer"]["backend"] == "CUPTI" and not timeline.meta["devices"]
+    assert timeline.meta["api_vendor"] == "amd" and vendor_of(timeline.meta) == "amd"
