@@ -253,3 +253,37 @@ def test_two_fallbacks_side_by_side_hide_nothing_of_each_other() -> None:
     timeline = Timeline(table, {"format": "msprof", "producer": {"name": "msprof"}})
     found = tracekit.analyze(timeline, [RULE]).findings
     assert sorted(f.impact_ns for f in found) == [3 * 60_000, 3 * 60_000]
+
+
+def test_copies_and_fills_alone_are_no_fallback_chain() -> None:
+    # in a vLLM step: a fill then a copy (buffer writes) is data movement; a cast then SiLU
+    # then a multiply is the eager path of a fused op; masked_fill is an operation
+    fill = "vectorized_elementwise_kernel|FillFunctor"
+    copy = "elementwise_kernel|direct_copy_kernel_cuda"
+    silu = "vectorized_elementwise_kernel|silu_kernel"
+    mul = "vectorized_elementwise_kernel|MulFunctor"
+    chains = [[fill, copy], [copy, silu, mul], ["elementwise_kernel|masked_fill_kernel"]]
+    native = "void at::native::{}<4, at::native::{}<float>>(int)"
+    fused = "void vllm::act_and_mul_kernel<float>(int)"
+    rows: list[dict] = []
+    for step in range(3):
+        t0 = step * 1_000_000
+        rows.append({"ts": t0, "dur": 500_000, "kind": "range", "name": f"Step#{step}",
+                     "pid": 1, "tid": 1})  # fmt: skip
+        at = t0 + 40_000
+        for kernels in chains:
+            for kernel in kernels:
+                wrapper, op = kernel.split("|")
+                rows.append({"ts": at, "dur": 5_000, "kind": "kernel", "device": 0,
+                             "name": native.format(wrapper, op), "stream": 7})  # fmt: skip
+                at += 6_000
+            # a fused kernel between the chains keeps them apart
+            rows.append({"ts": at, "dur": 5_000, "kind": "kernel", "device": 0, "name": fused,
+                         "stream": 7})  # fmt: skip
+            at += 6_000
+    table = build_table({k: [r.get(k) for r in rows] for k in COLUMNS})
+    found = tracekit.analyze(Timeline(table, {"format": "test"}), [RULE]).findings
+    assert sorted((len(f.evidence["names"]), f.impact_ns) for f in found) == [
+        (1, 3 * 5_000),  # masked_fill
+        (3, 3 * 15_000),  # cast -> SiLU -> multiply
+    ]

@@ -35,11 +35,16 @@ _WHAT = {
 # vLLM's / SGLang's Triton fused MoE where AITER's would run.
 TRITON_FALLBACK = r"^(fused_moe_kernel|triton_)"
 STATS = ("fallback_ns", "chains", "kernels", "step_share")
+# ATen's copies and fills: a dtype cast inside an eager chain is part of what the fused kernel
+# replaces, but a chain of nothing else is data movement (buffer writes, zeroing), no fallback
+DATA_MOVEMENT = r"copy_kernel|FillFunctor|\bfill_kernel"
 
 
 def fallback_chains(work: pl.DataFrame) -> pl.DataFrame:
     """The fallback chains of the work rows placed in steps: maximal runs of ``is_fallback``
     rows one after another on a stream, nothing else of the stream between them, in one step.
+
+    A chain of copies and fills alone (:data:`DATA_MOVEMENT`) is no fallback.
 
     Columns: ``rank, device, step, stream``, ``start`` / ``end``, ``ns`` (the summed time of
     its kernels), ``hidden_ns`` (the part of it during which compute ran on another stream of
@@ -98,9 +103,11 @@ def fallback_chains(work: pl.DataFrame) -> pl.DataFrame:
             kind=pl.col("_kind").min(),
             names=name.unique(maintain_order=True),
             _labels=pl.col("label").filter(pl.col("_new")),
+            _moves=name.str.contains(DATA_MOVEMENT).all(),
         )
+        .filter(~pl.col("_moves"))
         .with_columns(pattern=chain_key(pl.col("_labels")))
-        .drop("_run", "_labels")
+        .drop("_run", "_labels", "_moves")
     )
 
 
