@@ -218,21 +218,30 @@ def test_eager_traces_without_an_engine_have_no_fallback(vendor: str, rel: str) 
     assert of_rule(analysis, RULE) == [] and not analysis.work["is_fallback"].any()
 
 
-def test_a_fallback_beside_compute_on_another_stream_costs_only_its_exposed_part() -> None:
-    # Three steps: a 100 µs AI Core kernel on stream 2; on stream 1 an AI CPU operator of 60 µs
-    # that starts 30 µs into it (30 µs hidden beside it, 30 µs exposed) -> impact 30 µs a step
+def _three_steps(kernels: list[tuple[int, int, str, str, int]], meta: dict) -> Timeline:
+    """Three 1 ms steps (``Step#N`` ranges of 500 µs), each with the same device ``kernels``:
+    (offset into the step, dur, name, engine, stream)."""
     rows: list[dict] = []
     for step in range(3):
         t0 = step * 1_000_000
         rows.append({"ts": t0, "dur": 500_000, "kind": "range", "name": f"Step#{step}",
                      "pid": 1, "tid": 1})  # fmt: skip
-        rows.append({"ts": t0 + 10_000, "dur": 100_000, "kind": "kernel", "name": "MatMulV3",
-                     "engine": "aic", "device": 0, "stream": 2})  # fmt: skip
-        rows.append({"ts": t0 + 80_000, "dur": 60_000, "kind": "kernel", "name": "Unique",
-                     "engine": "ai_cpu", "device": 0, "stream": 1})  # fmt: skip
-    table = build_table({k: [r.get(k) for r in rows] for k in COLUMNS})
-    timeline = Timeline(table, {"format": "msprof", "producer": {"name": "msprof"}})
-    [f] = tracekit.analyze(timeline, [RULE]).findings
+        rows += [
+            {"ts": t0 + at, "dur": dur, "kind": "kernel", "name": name, "engine": engine,
+             "device": 0, "stream": stream}
+            for at, dur, name, engine, stream in kernels
+        ]  # fmt: skip
+    return Timeline(build_table({k: [r.get(k) for r in rows] for k in COLUMNS}), meta)
+
+
+MSPROF = {"format": "msprof", "producer": {"name": "msprof"}}
+
+
+def test_a_fallback_beside_compute_on_another_stream_costs_only_its_exposed_part() -> None:
+    # a 100 µs AI Core kernel on stream 2; on stream 1 an AI CPU operator of 60 µs that starts
+    # 70 µs into it (30 µs hidden beside it, 30 µs exposed) -> impact 30 µs a step
+    kernels = [(10_000, 100_000, "MatMulV3", "aic", 2), (80_000, 60_000, "Unique", "ai_cpu", 1)]
+    [f] = tracekit.analyze(_three_steps(kernels, MSPROF), [RULE]).findings
     assert f.steps == [0, 1, 2] and f.impact_ns == 3 * 30_000
     assert f.metrics["fallback_ns"] == 60_000 and f.metrics["exposed_ns"] == 30_000
     assert "30,000 ran beside compute on another stream" in f.detail
@@ -241,17 +250,8 @@ def test_a_fallback_beside_compute_on_another_stream_costs_only_its_exposed_part
 def test_two_fallbacks_side_by_side_hide_nothing_of_each_other() -> None:
     # two AI CPU operators of 60 µs on streams 1 and 3 at the same time, no other compute:
     # each costs its whole time (a fallback is no work that hides another)
-    rows: list[dict] = []
-    for step in range(3):
-        t0 = step * 1_000_000
-        rows.append({"ts": t0, "dur": 500_000, "kind": "range", "name": f"Step#{step}",
-                     "pid": 1, "tid": 1})  # fmt: skip
-        for stream, name in ((1, "Unique"), (3, "NonZero")):
-            rows.append({"ts": t0 + 80_000, "dur": 60_000, "kind": "kernel", "name": name,
-                         "engine": "ai_cpu", "device": 0, "stream": stream})  # fmt: skip
-    table = build_table({k: [r.get(k) for r in rows] for k in COLUMNS})
-    timeline = Timeline(table, {"format": "msprof", "producer": {"name": "msprof"}})
-    found = tracekit.analyze(timeline, [RULE]).findings
+    kernels = [(80_000, 60_000, "Unique", "ai_cpu", 1), (80_000, 60_000, "NonZero", "ai_cpu", 3)]
+    found = tracekit.analyze(_three_steps(kernels, MSPROF), [RULE]).findings
     assert sorted(f.impact_ns for f in found) == [3 * 60_000, 3 * 60_000]
 
 
