@@ -109,6 +109,14 @@ class Context:
     collectives: pl.DataFrame = field(default_factory=pl.DataFrame)
     clocks: pl.DataFrame = field(default_factory=pl.DataFrame)
     stack: Stack = field(default_factory=Stack)
+    memo: dict[Any, Any] = field(default_factory=dict)  # what several rules compute alike
+
+    def shared(self, key: Any, make: Callable[[], Any]) -> Any:
+        """``make()``, computed once per context and ``key``: rules that need the same
+        derived frame (the unfused GEMM + collective pairs) share it."""
+        if key not in self.memo:
+            self.memo[key] = make()
+        return self.memo[key]
 
     @property
     def in_windows(self) -> pl.DataFrame:

@@ -19,6 +19,7 @@ import re
 import polars as pl
 
 from tracekit.intervals import same_group, sort_key
+from tracekit.model import Context
 from tracekit.rules.patterns import collective
 
 _KERNEL_LIKE = ("kernel", "comm")
@@ -58,6 +59,13 @@ def is_gemm() -> pl.Expr:
     return (pl.col("category") == "gemm") | pl.col("name").cast(pl.String).str.contains(
         GROUPED_GEMM
     ).fill_null(False)
+
+
+def step_pairs(ctx: Context, max_gap_ns: int) -> pl.DataFrame:
+    """:func:`unfused_pairs` of the context's work rows placed in steps, computed once per
+    context and gap (rules ``mc2`` and ``overlap`` both read them)."""
+    work = ctx.work.lazy().filter(pl.col("step").is_not_null())
+    return ctx.shared(("unfused_pairs", max_gap_ns), lambda: unfused_pairs(work, max_gap_ns))
 
 
 def unfused_pairs(work: pl.DataFrame | pl.LazyFrame, max_gap_ns: int) -> pl.DataFrame:

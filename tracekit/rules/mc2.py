@@ -15,8 +15,8 @@ from tracekit.rules.base import Rule
 from tracekit.rules.fusion_pairs import (
     PRIORITY,
     fused_kind,
+    step_pairs,
     too_small,
-    unfused_pairs,
 )
 from tracekit.rules.patterns import (
     PATTERN_HELP,
@@ -83,7 +83,7 @@ class Mc2(Rule):
     def run(self, ctx: Context) -> list[Finding]:
         """One finding per unfused GEMM + collective pair and per fused operator."""
         work = ctx.work.lazy().filter(pl.col("step").is_not_null())
-        parts = [self._pairs(work, ctx.rows, vendor_of(ctx.meta))]
+        parts = [self._pairs(ctx, vendor_of(ctx.meta))]
         if self.opts["fused"]:
             parts.append(_fused(work))
         obs = [p for p in parts if p.height]
@@ -94,15 +94,15 @@ class Mc2(Rule):
         table = summarise(obs.with_columns(missing), STATS, step_time(ctx))
         return findings(self, ctx, table, _describe, STATS)
 
-    def _pairs(self, work: pl.LazyFrame, rows: pl.DataFrame, vendor: str | None) -> pl.DataFrame:
+    def _pairs(self, ctx: Context, vendor: str | None) -> pl.DataFrame:
         """Observations of the unfused pairs a fused operator fits: one row per (pattern,
         rank, device, step); a pair whose shapes are too small for fusion to pay off is a
         pattern of its own (kind :data:`SMALL`)."""
-        pairs = unfused_pairs(work, self.opts["max_gap_ns"])
+        pairs = step_pairs(ctx, self.opts["max_gap_ns"])
         if pairs.height == 0:
             return pl.DataFrame()
         gemms = pairs.select("rank", corr="gemm_corr", args="gemm_args")
-        ops = launching_op_dims(rows, gemms)
+        ops = launching_op_dims(ctx.rows, gemms)
         pairs = pairs.with_columns(gemm_dims=ops["input_dims"], gemm_op=ops["op"])
         pairs = _judged(labelled(labelled(pairs, "name", "_coll"), "gemm", "_gemm"), vendor)
         if pairs.height == 0:

@@ -19,7 +19,7 @@ import polars as pl
 from tracekit.intervals import intersect, lengths, subtract
 from tracekit.metrics import IS_COMPUTE, KEY
 from tracekit.model import Context
-from tracekit.rules.fusion_pairs import fused_kind, unfused_pairs
+from tracekit.rules.fusion_pairs import fused_kind, step_pairs
 from tracekit.rules.patterns import labelled
 
 NEVER = "never"  # the ``mode`` of the never-overlapped observations
@@ -101,7 +101,7 @@ def never_overlapped(
     rows = labelled(outside_fused(rows), "name", "pattern")
     rows = _mostly_exposed(rows.filter(~pl.col("pattern").is_in(skip)), below)
     if rows.height:  # mc2's pairs are looked for among the candidates only (costlier)
-        pairs = mc2_pairs(ctx.work, rows, opts["pair_gap_ns"])
+        pairs = mc2_pairs(ctx, rows, opts["pair_gap_ns"])
         rows = rows.drop("usual").join(pairs, on=pairs.columns, how="anti", nulls_equal=True)
         rows = _mostly_exposed(rows, below)
     if rows.height == 0:
@@ -155,17 +155,14 @@ def outside_fused(rows: pl.DataFrame) -> pl.DataFrame:
     return found.filter(~inside).sort("_row").drop("_row", "_fs", "_reach")
 
 
-def mc2_pairs(work: pl.DataFrame, rows: pl.DataFrame, max_gap_ns: int) -> pl.DataFrame:
+def mc2_pairs(ctx: Context, rows: pl.DataFrame, max_gap_ns: int) -> pl.DataFrame:
     """The collective instances (``rank, device, stream, ts``) on the devices of ``rows``
     that rule ``mc2`` reports as an unfused GEMM + collective pair:
     :func:`tracekit.rules.fusion_pairs.unfused_pairs` on the same work, kept where a fused
     operator fits the pair (the pairs mc2 lists, small shapes included)."""
     at = ["rank", "device", "stream", "ts"]
-    mine = work.lazy().filter(pl.col("step").is_not_null())
-    mine = mine.join(
-        rows.lazy().select("rank", "device").unique(), on=["rank", "device"], how="semi"
-    )
-    pairs = unfused_pairs(mine, max_gap_ns)
+    pairs = step_pairs(ctx, max_gap_ns)  # mc2's own search, made once for both rules
+    pairs = pairs.join(rows.select("rank", "device").unique(), on=["rank", "device"], how="semi")
     if pairs.height == 0:
         return rows.select(at).clear()
     named = pl.col("args").str.extract(r'("collective":\s*"[^"]*")')
