@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracekit.intervals import gaps, merge, subtract
+from tracekit.intervals import covered, gaps, merge, subtract
 from tracekit.metrics import KEY
 from tracekit.metrics.stream_waits import stream_waits
 
@@ -127,36 +127,6 @@ def _waited(bubbles: pl.DataFrame, waits: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _covered(bubbles: pl.DataFrame, calls: pl.DataFrame, out: str) -> pl.DataFrame:
-    """``bubbles`` with ``out``: how many of each bubble's ns some of ``calls`` (merged per
-    host: ``*HOST, start, end``) ran on its host. A running sum of the calls' lengths, read at
-    the bubble's two ends by as-of joins, gives it with no cross join."""
-    length = pl.col("end") - pl.col("start")
-    right = (
-        calls.with_columns(_before=length.cum_sum().over(HOST) - length)
-        .select(*HOST, "_before", _cs="start", _ce="end")
-        .sort("_cs")
-    )
-    for edge in ("start", "end"):
-        reach = pl.col("_before") + pl.min_horizontal(pl.col(edge), pl.col("_ce")) - pl.col("_cs")
-        bubbles = (
-            bubbles.sort(edge)
-            .join_asof(
-                right,
-                left_on=edge,
-                right_on="_cs",
-                by=HOST,
-                strategy="backward",
-                check_sortedness=False,
-            )
-            .with_columns(reach.fill_null(0).alias(f"_reach_{edge}"))
-            .drop("_before", "_cs", "_ce")
-        )
-    return bubbles.with_columns((pl.col("_reach_end") - pl.col("_reach_start")).alias(out)).drop(
-        "_reach_start", "_reach_end"
-    )
-
-
 def _hosts(calls: pl.DataFrame) -> pl.DataFrame:
     """``calls`` (``rank, pid, tid, ts, dur``) keyed by :data:`HOST` twice over: on their own
     thread (those whose thread is known), and on their rank as a whole (``_wide``)."""
@@ -197,11 +167,13 @@ def _in_runtime_call(bubbles: pl.DataFrame, api: pl.LazyFrame, names: pl.Series)
     wanted = pl.concat(list(causes.values())).implode()
     calls = api.filter(pl.col("name").is_in(wanted)).collect()
     calls = calls.with_columns(dur=pl.col("_api_end") - pl.col("ts"))
-    found = _covered(bubbles, merge(_hosts(calls), HOST), "_cover")
+    found = bubbles.with_columns(covered(bubbles, merge(_hosts(calls), HOST), HOST).alias("_cover"))
     covers = []
     for i, (cause, kind) in enumerate(causes.items()):
         mine = calls.filter(pl.col("name").is_in(kind.implode()))
-        found = _covered(found, merge(_hosts(mine), HOST), f"_cover{i}")
+        found = found.with_columns(
+            covered(found, merge(_hosts(mine), HOST), HOST).alias(f"_cover{i}")
+        )
         covers.append((cause, f"_cover{i}"))
     (alloc, alloc_ns), (setup, setup_ns) = covers
     named = (
