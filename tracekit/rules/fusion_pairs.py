@@ -99,7 +99,7 @@ def unfused_pairs(work: pl.DataFrame | pl.LazyFrame, max_gap_ns: int) -> pl.Data
     rows = rows.with_columns(
         _before=before.gather(at), _after=after.gather(at), _end=probe["_end"].gather(at)
     )
-    found = _outside_fused(rows, probe.filter("is_fused_comm"))
+    found = outside_fused(rows, probe.filter("is_fused_comm"))
     # one candidate per side that has a GEMM: the rule keeps the one a fused operator fits
     sides = pl.concat(
         [
@@ -168,10 +168,10 @@ def _nearest_gemm(probe: pl.DataFrame, gap: int) -> tuple[pl.Series, pl.Series]:
     return prev.sort("_i")["_b"], nxt.sort("_i")["_a"]
 
 
-def _outside_fused(collectives: pl.DataFrame, fused: pl.DataFrame) -> pl.DataFrame:
+def outside_fused(collectives: pl.DataFrame, fused: pl.DataFrame) -> pl.DataFrame:
     """Collectives that do not start inside a fused operator on their device (an MC²
-    operator's AI CPU communication side is part of the fused operator, not a pair);
-    ``fused`` has the fused rows' ``rank, device, ts, _end``."""
+    operator's AI CPU communication side is part of the fused operator, not a pair), sorted
+    by ``ts``; ``fused`` has the fused rows' ``rank, device, ts, _end``."""
     dev = ["rank", "device"]
     fused = fused.sort("ts").select(*dev, _fs="ts", _reach=pl.col("_end").cum_max().over(dev))
     found = collectives.sort("ts").join_asof(

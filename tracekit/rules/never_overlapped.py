@@ -19,7 +19,7 @@ import polars as pl
 from tracekit.intervals import intersect, lengths, subtract
 from tracekit.metrics import IS_COMPUTE, KEY
 from tracekit.model import Context
-from tracekit.rules.fusion_pairs import fused_kind, step_pairs
+from tracekit.rules.fusion_pairs import fused_kind, outside_fused, step_pairs
 from tracekit.rules.patterns import labelled
 
 NEVER = "never"  # the ``mode`` of the never-overlapped observations
@@ -90,7 +90,7 @@ def never_overlapped(
     ``rows`` are the communication rows in steps with ``overlap_ns``, ``ratio`` and their
     ``name`` (:func:`tracekit.metrics.streams.comm_exposure`, at least ``min_ns``); fused
     compute-communication operators (and the rows that start inside one: their AI CPU
-    communication side, :func:`outside_fused`) are left to rule ``mc2`` (it lists each with
+    communication side, :func:`_plain`) are left to rule ``mc2`` (it lists each with
     its exposed time), as are collectives it reports as an unfused GEMM + collective pair
     (:func:`mc2_pairs`); ``skip`` holds the patterns already reported otherwise. Columns:
     ``impact_ns`` (exposed ns), ``comm_ns``, ``overlap_ratio``, ``usual`` (the median
@@ -98,7 +98,7 @@ def never_overlapped(
     notifies, null where the trace has no such tasks), ``peer_wait_ns`` (cross-rank wait of
     its matched launches, at most the exposed ns; null where none matched), evidence."""
     below = opts["exposed_below"]
-    rows = labelled(outside_fused(rows), "name", "pattern")
+    rows = labelled(_plain(rows), "name", "pattern")
     rows = _mostly_exposed(rows.filter(~pl.col("pattern").is_in(skip)), below)
     if rows.height:  # mc2's pairs are looked for among the candidates only (costlier)
         pairs = mc2_pairs(ctx, rows, opts["pair_gap_ns"])
@@ -140,19 +140,13 @@ def _mostly_exposed(rows: pl.DataFrame, below: float) -> pl.DataFrame:
     return rows.join(usual.filter(pl.col("usual") < below), on="pattern")
 
 
-def outside_fused(rows: pl.DataFrame) -> pl.DataFrame:
+def _plain(rows: pl.DataFrame) -> pl.DataFrame:
     """The plain communication ``rows`` (with ``ts, dur``): neither a fused
     compute-communication operator nor a row that starts inside one on its device (an MC²
     operator's AI CPU communication side is part of the operator)."""
-    dev = ["rank", "device"]
-    fused = rows.filter("is_fused_comm").sort("ts")
-    fused = fused.select(*dev, _fs="ts", _reach=(pl.col("ts") + pl.col("dur")).cum_max().over(dev))
-    plain = rows.filter(~pl.col("is_fused_comm")).with_row_index("_row").sort("ts")
-    found = plain.join_asof(
-        fused, left_on="ts", right_on="_fs", by=dev, strategy="backward", check_sortedness=False
-    )
-    inside = pl.col("_reach").is_not_null() & (pl.col("_reach") > pl.col("ts"))
-    return found.filter(~inside).sort("_row").drop("_row", "_fs", "_reach")
+    fused = rows.filter("is_fused_comm").with_columns(_end=pl.col("ts") + pl.col("dur"))
+    plain = rows.filter(~pl.col("is_fused_comm")).with_row_index("_row")
+    return outside_fused(plain, fused).sort("_row").drop("_row")
 
 
 def mc2_pairs(ctx: Context, rows: pl.DataFrame, max_gap_ns: int) -> pl.DataFrame:
