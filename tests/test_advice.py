@@ -194,14 +194,25 @@ def test_stack_of_real_traces(loaded: dict[str, tracekit.Timeline], label: str) 
 def test_every_rule_and_kind_names_only_what_the_trace_shows(
     loaded: dict[str, tracekit.Timeline], label: str
 ) -> None:
-    timeline = loaded[label]
-    vendor = vendor_of(timeline.meta)
-    stack = detect(timeline.df, timeline.meta, vendor).ids
+    analysis = tracekit.analyze(loaded[label])
+    assert (
+        analysis.stack.ids
+        == detect(
+            analysis.timeline.df, analysis.timeline.meta, vendor_of(analysis.timeline.meta)
+        ).ids
+    )
+    _advice_names_only_the_stack(label, analysis)
+
+
+def _advice_names_only_the_stack(label: str, analysis: tracekit.Analysis) -> None:
+    """Every rule and kind's text for the analysis's vendor and stack, and every finding's
+    advice, name only components of that stack or of the vendor's platform."""
+    vendor = vendor_of(analysis.timeline.meta)
+    stack = analysis.stack.ids
     allowed = stack | platform(vendor)
     for rule, kind, entry in entries():
         text = choose(entry, vendor, stack)
         assert named(text) <= allowed, (label, rule, kind, sorted(named(text) - allowed))
-    analysis = tracekit.analyze(timeline)
     for finding in analysis.findings:
         assert named(finding.advice) <= allowed, (label, finding.rule, finding.advice)
 
@@ -238,16 +249,10 @@ def test_generated_serving_stacks_get_advice_naming_only_what_they_show(
 ) -> None:
     make, present = FIXTURE_STACKS[label]
     analysis = make(tmp_path)
-    vendor = vendor_of(analysis.timeline.meta)
     stack = analysis.stack.ids
     assert present <= stack and "trtllm" not in stack, (label, analysis.stack.summary())
-    allowed = stack | platform(vendor)
-    for rule, kind, entry in entries():
-        text = choose(entry, vendor, stack)
-        assert named(text) <= allowed, (label, rule, kind, sorted(named(text) - allowed))
     assert analysis.findings or label == "mindie on ascend"
-    for finding in analysis.findings:
-        assert named(finding.advice) <= allowed, (label, finding.rule, finding.advice)
+    _advice_names_only_the_stack(label, analysis)
 
 
 # A vendor's APIs and platform words, which only that vendor's texts may name: a text under
