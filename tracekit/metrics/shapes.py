@@ -21,11 +21,13 @@ def _external_ids() -> pl.Expr:
 
 def launching_op_dims(rows: pl.DataFrame, wanted: pl.DataFrame) -> pl.DataFrame:
     """For each device row of ``wanted`` (columns ``rank``, ``corr``, ``args``, in any
-    order): ``op`` and ``input_dims`` (JSON text) of the host operator that launched it;
-    null where the trace recorded no shapes. One output row per input row, in order."""
+    order): ``op``, ``input_dims``, ``input_types`` and ``concrete_inputs`` (JSON texts) of
+    the host operator that launched it and its External id ``op_ext``; null where the trace
+    recorded no shapes. One output row per input row, in order."""
+    texts = ("op", "input_dims", "input_types", "concrete_inputs")
     empty = wanted.with_columns(
-        op=pl.lit(None, pl.String), input_dims=pl.lit(None, pl.String)
-    ).select("op", "input_dims")
+        *(pl.lit(None, pl.String).alias(t) for t in texts), op_ext=pl.lit(None, pl.Int64)
+    ).select(*texts, "op_ext")
     has_dims = pl.col("args").str.contains('"input_dims"', literal=True).fill_null(False)
     ops = rows.filter((pl.col("kind") == "op") & has_dims)
     if ops.height == 0 or wanted.height == 0:
@@ -35,6 +37,8 @@ def launching_op_dims(rows: pl.DataFrame, wanted: pl.DataFrame) -> pl.DataFrame:
         _ext=_external_ids(),
         op=pl.col("name").cast(pl.String),
         input_dims=pl.col("args").str.json_path_match("$.input_dims"),
+        input_types=pl.col("args").str.json_path_match("$.input_types"),
+        concrete_inputs=pl.col("args").str.json_path_match("$.concrete_inputs"),
     ).unique(["rank", "_ext"], keep="first")
     calls = rows.filter((pl.col("kind") == "api") & pl.col("corr").is_not_null()).select(
         "rank", "corr", _call_ext=_external_ids()
@@ -46,7 +50,8 @@ def launching_op_dims(rows: pl.DataFrame, wanted: pl.DataFrame) -> pl.DataFrame:
         .with_columns(_ext=pl.coalesce("_own", "_call_ext"))
         .join(ops, on=["rank", "_ext"], how="left", maintain_order="left")
     )
-    return found.select("op", "input_dims")
+    ext = pl.when(pl.col("op").is_not_null()).then("_ext")
+    return found.select(*texts, op_ext=ext)
 
 
 # PyTorch operators whose first input is the bias added to the product (addmm(bias, mat1,

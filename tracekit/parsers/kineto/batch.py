@@ -30,11 +30,12 @@ ARGS_BY_KIND: dict[str, tuple[str, ...]] = {
     "memcpy": ("external_id", "bytes", "bandwidth"),
     "memset": ("external_id", "bytes", "bandwidth"),
     "sync": ("external_id", "wait_on_stream", "wait_on_event_corr", "event_id"),
-    "op": ("external_id", "input_dims", *NCCL),
+    "op": ("external_id", "input_dims", "input_types", "concrete_inputs", *NCCL),
     "api": ("external_id",),
 }
 _RAW_KEYS = ("grid", "block")  # JSON text as the trace wrote it
-_BYTES_KEYS = ("input_dims",)  # JSON text copied out of the input as bytes
+# JSON text copied out of the input as bytes
+_BYTES_KEYS = ("input_dims", "input_types", "concrete_inputs")
 _FLOAT_KEYS = ("occupancy", "bandwidth")
 _TEXT_KEYS = ("collective", "dtype", "pg_name", "pg_desc", "pg_ranks")
 

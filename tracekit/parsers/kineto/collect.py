@@ -7,6 +7,7 @@ values into Arrow columns.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -217,6 +218,8 @@ class EventColumns:
                 collectives = values.count(None) < n
             if key == "input_dims":  # Raw views of the input text, copied out
                 values = [_json_bytes(v) for v in values]
+            elif key in ("input_types", "concrete_inputs"):  # strings: spaces kept
+                values = [_json_bytes(v, compact=False) for v in values]
             group.add(key, values)
 
     def take_batch(self) -> Batch:
@@ -226,13 +229,19 @@ class EventColumns:
         return batch
 
 
-def _json_bytes(value: Any) -> bytes | None:
-    """Compact JSON text of a list of shapes as bytes: a Raw's own text (copied, so that it
-    pins nothing; shapes hold no strings, so dropping spaces is safe), or a leniently decoded
-    value encoded again; None for none."""
+_LINE_BREAKS = re.compile(rb"\r?\n[ \t]*")
+
+
+def _json_bytes(value: Any, compact: bool = True) -> bytes | None:
+    """JSON text of an operator's input list as bytes: a Raw's own text (copied, so that it
+    pins nothing; ``compact`` drops its spaces, safe for shapes, which hold no strings), or
+    a leniently decoded value encoded again; None for none."""
     if value is None:
         return None
     if not isinstance(value, msgspec.Raw):
         return msgspec.json.encode(value)
-    text = bytes(value).replace(b" ", b"")
+    text = bytes(value)
+    # pretty-printed traces put every item on a line of its own; no string here holds a
+    # line break, so dropping each break with the indentation after it is safe
+    text = text.translate(None, b" \n\t\r") if compact else _LINE_BREAKS.sub(b"", text)
     return None if text == b"null" else text

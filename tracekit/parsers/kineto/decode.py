@@ -28,9 +28,11 @@ class Args(msgspec.Struct, gc=False):
     """
 
     external_id: Int = msgspec.field(name="External id", default=None)
-    # an operator's input shapes (record_shapes): kept as the trace's JSON text; collect.py
-    # copies it out at once, so that no Raw pins the input text
-    # (a Raw takes part in no union: absent reads as the Raw text ``null``)
+    # an operator's inputs (record_shapes): scalar values, element types and shapes, kept as
+    # the trace's JSON text; collect.py copies them out at once, so that no Raw pins the
+    # input text (a Raw takes part in no union: absent reads as the Raw text ``null``)
+    concrete_inputs: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=NULL)
+    input_types: msgspec.Raw = msgspec.field(name="Input type", default=NULL)
     input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=NULL)
     device: Int = None
     stream: Int = None
