@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from tracekit.roofline import Roofline
 from tracekit.stack import Stack
 from tracekit.steps.model import Steps
 
@@ -91,7 +92,8 @@ class Context:
     ``step``, those rows cut to their step's window, the step windows and metrics, how
     steps were found, and the collectives matched across ranks with their waits
     (:func:`tracekit.metrics.waits.collectives`), the ranks' clock offsets and the software
-    ``stack`` the trace shows (advice names only what it holds).
+    ``stack`` the trace shows (advice names only what it holds) and its ``roofline`` (work
+    and bound of the rows with shapes: :mod:`tracekit.roofline`).
 
     A cluster merged from per-rank results has empty ``rows``, ``work``, ``in_windows`` and
     no ``steps``: rules that need rows return nothing there.
@@ -109,6 +111,7 @@ class Context:
     collectives: pl.DataFrame = field(default_factory=pl.DataFrame)
     clocks: pl.DataFrame = field(default_factory=pl.DataFrame)
     stack: Stack = field(default_factory=Stack)
+    roofline: Roofline = field(default_factory=Roofline)
     memo: dict[Any, Any] = field(default_factory=dict)  # what several rules compute alike
 
     def shared(self, key: Any, make: Callable[[], Any]) -> Any:

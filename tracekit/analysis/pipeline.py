@@ -11,12 +11,14 @@ import polars as pl
 
 from tracekit.analysis.result import Analysis
 from tracekit.checks import run_checks
+from tracekit.checks.roofline import roofline_check
 from tracekit.metrics import MIN_BUBBLE_NS
 from tracekit.metrics.collectives import launches
 from tracekit.metrics.steps import clipped, step_metrics
 from tracekit.metrics.stream_waits import stream_wait_totals, stream_waits
 from tracekit.metrics.waits import align, sync_waits
-from tracekit.model import Context, ranked
+from tracekit.model import Context, ordered, ranked
+from tracekit.roofline import roofline, with_roofline
 from tracekit.rules.registry import select
 from tracekit.stack import detect
 from tracekit.steps import Steps, assign, find_steps, infer_phases, review, windows
@@ -68,12 +70,15 @@ def analyze(
     step_marker: str | None = None,
     patterns: str | Path | None = None,
     min_bubble_ns: int = MIN_BUBBLE_NS,
+    device: str | None = None,
 ) -> Analysis:
     """Classify, segment into steps, measure every step and run the rules (all by default).
 
     ``options`` maps a rule id to its options, e.g. ``{"bubbles": {"report_ns": 50_000}}``;
     ``patterns`` is a TOML file of extra taxonomy entries; ``step_marker`` a regex over host
-    range names that overrides the built-in step markers.
+    range names that overrides the built-in step markers; ``device`` names the device table
+    entry (or a TOML file of entries) the roofline uses for every device instead of matching
+    the trace's device names.
     """
     chosen = select(rules, options)
     vendor = vendor_of(timeline.meta)
@@ -92,15 +97,20 @@ def analyze(
     waits = sync_waits(matched)
     blocked = stream_wait_totals(stream_waits(rows, work), work, wins)
     metrics = step_metrics(work, wins, min_bubble_ns, None, steps.ranges, waits, blocked)
+    roof = roofline(rows, work, timeline.meta, device)
+    metrics = with_roofline(metrics, roof)
     # the rows cut to their windows are made again where read (0.2 s at 10M rows), not kept
     # beside the rules and checks that do not read them (0.3 GB)
     cut = partial(clipped, work, wins)
-    ctx = Context(rows, work, cut, wins, metrics, steps, timeline.meta, matched, clocks, stack)
+    ctx = Context(
+        rows, work, cut, wins, metrics, steps, timeline.meta, matched, clocks, stack, roof
+    )
     findings = ranked([finding for rule in chosen for finding in rule.run(ctx)])
     del ctx
     checks = run_checks(
         rows, work, wins, metrics, steps, timeline.meta, guessed, None, matched, clocks
     )
+    checks = ordered([*checks, roofline_check(roof)])
     return Analysis(
         timeline,
         rows,
@@ -115,4 +125,5 @@ def analyze(
         clocks,
         workload,
         stack,
+        roof,
     )

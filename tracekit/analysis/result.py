@@ -15,6 +15,7 @@ from tracekit.metrics.requests import request_latency, request_summary
 from tracekit.metrics.steps import clipped, phase_summary
 from tracekit.metrics.streams import pair_overlap, stream_busy
 from tracekit.model import Check, Finding
+from tracekit.roofline import Roofline
 from tracekit.stack import Stack
 from tracekit.steps import Steps
 from tracekit.steps.placement import placement_counts
@@ -33,7 +34,8 @@ class Analysis:
     across ranks with its aligned arrival and wait (:mod:`tracekit.metrics.waits`);
     ``clocks`` each rank's clock offset (:mod:`tracekit.metrics.clocks`); ``workload`` what
     the trace is and what one of its steps is (:mod:`tracekit.steps.workload`); ``stack``
-    the software it shows (:mod:`tracekit.stack`).
+    the software it shows (:mod:`tracekit.stack`); ``roofline`` the work, bound and headroom
+    of the rows whose shapes the trace recorded (:mod:`tracekit.roofline`).
     """
 
     timeline: Timeline
@@ -49,6 +51,7 @@ class Analysis:
     clocks: pl.DataFrame = field(default_factory=pl.DataFrame)
     workload: Workload = field(default_factory=lambda: Workload("unknown", "whole window", "none"))
     stack: Stack = field(default_factory=Stack)
+    roofline: Roofline = field(default_factory=Roofline)
 
     @cached_property
     def placement(self) -> dict[str, int]:
@@ -110,6 +113,7 @@ class Analysis:
             "rules": self.rules,
             "step_metrics": self.step_metrics.to_dicts(),
             "findings": [f.to_dict() for f in self.findings],
+            "roofline": self.roofline.to_dict(),
         }
 
 

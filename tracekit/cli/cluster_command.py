@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from tracekit.cli.common import (
+    DeviceOpt,
     MarkerOpt,
     OptionOpt,
     PatternsOpt,
@@ -63,6 +64,7 @@ def cluster_command(
     step_marker: MarkerOpt = None,
     patterns: PatternsOpt = None,
     option: OptionOpt = None,
+    device: DeviceOpt = None,
 ) -> None:
     """Analyse every rank of a run in parallel: per-rank step times, time each rank waited
     for the others at collectives (clocks aligned from the collectives), and the stragglers
@@ -78,6 +80,7 @@ def cluster_command(
         rule_options(option),
         step_marker,
         str(patterns) if patterns else None,
+        device,
     )
     with Spinner(stderr, "analysing the ranks"):
         result = analyze_cluster(trace, settings, workers=workers, scheduler=scheduler)

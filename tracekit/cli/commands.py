@@ -13,6 +13,7 @@ from rich.text import Text
 
 from tracekit import memory, stats
 from tracekit.cli.common import (
+    DeviceOpt,
     FormatOpt,
     JsonOpt,
     MarkerOpt,
@@ -64,13 +65,14 @@ def summary(
     step_marker: MarkerOpt = None,
     patterns: PatternsOpt = None,
     option: OptionOpt = None,
+    device: DeviceOpt = None,
 ) -> None:
     """Device busy time per kind and stream, the top kernels, per-step metrics and findings."""
     from tracekit.reports import steps_terminal
 
     timeline = read_trace(trace, format)
     data = stats.summary(timeline, top=top)
-    analysis = analysis_of(timeline, rules, step_marker, patterns, option).to_dict()
+    analysis = analysis_of(timeline, rules, step_marker, patterns, option, device).to_dict()
     if json or output == "json":
         keys = ("workload", "stack", "steps", "phases", "checks", "step_metrics", "findings")
         print_json(
@@ -112,6 +114,7 @@ def report(
     step_marker: MarkerOpt = None,
     patterns: PatternsOpt = None,
     option: OptionOpt = None,
+    device: DeviceOpt = None,
     steps: Annotated[
         str | None,
         typer.Option(
@@ -132,7 +135,7 @@ def report(
     analyses = []
     for trace in traces:
         timeline = read_trace(trace, format)
-        analyses.append(analysis_of(timeline, rules, step_marker, patterns, option))
+        analyses.append(analysis_of(timeline, rules, step_marker, patterns, option, device))
     memory.state.update(doing="writing the report")
     with Spinner(stderr, "writing the report"):
         text = render(analyses, output, extra, max_events)
@@ -154,12 +157,13 @@ def analyze(
     step_marker: MarkerOpt = None,
     patterns: PatternsOpt = None,
     option: OptionOpt = None,
+    device: DeviceOpt = None,
 ) -> None:
     """Find decode steps, measure each step and run the rules; print metrics and findings."""
     from tracekit.reports import steps_terminal
 
     timeline = read_trace(trace, format)
-    data = analysis_of(timeline, rules, step_marker, patterns, option).to_dict()
+    data = analysis_of(timeline, rules, step_marker, patterns, option, device).to_dict()
     emit(
         data,
         "json" if json else output,
@@ -174,12 +178,13 @@ def check(
     format: FormatOpt = None,
     step_marker: MarkerOpt = None,
     patterns: PatternsOpt = None,
+    device: DeviceOpt = None,
 ) -> None:
     """tracekit checks its own numbers: accounting identities and the vendor's summaries.
     One line per check, failing first; exit 1 when one fails, 2 on bad input."""
     from tracekit.reports.checks_text import capture_line, render_checks, tally
 
-    analysis = analysis_of(read_trace(trace, format), "", step_marker, patterns, None)
+    analysis = analysis_of(read_trace(trace, format), "", step_marker, patterns, None, device)
     checks = [c.to_dict() for c in analysis.checks]
     note = {"capture_note": analysis.capture_note, "low_confidence": analysis.low_confidence}
     if json:

@@ -43,6 +43,14 @@ MarkerOpt = Annotated[
 PatternsOpt = Annotated[
     Path | None, typer.Option("--patterns", help="TOML file of extra taxonomy entries.")
 ]
+DeviceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--device",
+        help="Device table entry for the roofline (e.g. h100-sxm, mi300x, 910b3; see "
+        "tracekit/data/devices.toml) or a TOML file of entries, instead of the trace's names.",
+    ),
+]
 OutputOpt = Annotated[
     str, typer.Option("--format", "-f", help="term (default), md (for a PR comment) or json.")
 ]
@@ -135,16 +143,22 @@ def analysis_of(
     marker: str | None,
     patterns: Path | None,
     options: list[str] | None,
+    device: str | None = None,
 ) -> Analysis:
-    """``timeline`` analysed with the rules, step marker, patterns and rule options given on
-    the command line."""
+    """``timeline`` analysed with the rules, step marker, patterns, rule options and roofline
+    device given on the command line."""
     from tracekit.analysis import analyze
 
     source = timeline.meta.get("source") or "the trace"
     memory.state.update(doing=f"analysing {source} ({len(timeline):,} events)")
     with Spinner(stderr, f"analysing {escape(str(source))}"):
         return analyze(
-            timeline, rule_ids(rules), rule_options(options), step_marker=marker, patterns=patterns
+            timeline,
+            rule_ids(rules),
+            rule_options(options),
+            step_marker=marker,
+            patterns=patterns,
+            device=device,
         )
 
 

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from tracekit.cli.common import (
+    DeviceOpt,
     MarkerOpt,
     OptionOpt,
     OutputOpt,
@@ -56,6 +57,7 @@ def diff_command(
     step_marker: MarkerOpt = None,
     patterns: PatternsOpt = None,
     option: OptionOpt = None,
+    device: DeviceOpt = None,
     allow_low_confidence: Annotated[
         bool,
         typer.Option(help="Gate even when steps were found with low confidence (else exit 2)."),
@@ -73,7 +75,14 @@ def diff_command(
     ids, opts = rule_ids(rules), rule_options(option)
     sides = [
         [
-            analyze(read_trace(path), ids, opts, step_marker=step_marker, patterns=patterns)
+            analyze(
+                read_trace(path),
+                ids,
+                opts,
+                step_marker=step_marker,
+                patterns=patterns,
+                device=device,
+            )
             for path in find_runs(spec)
         ]
         for spec in (base, head)

@@ -38,6 +38,7 @@ class Settings:
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     step_marker: str | None = None
     patterns: str | None = None
+    device: str | None = None  # the roofline's device table entry (or TOML file)
 
     def part_rules(self) -> list[str] | None:
         """The rules a part runs: the chosen ones but the cross-rank ones."""
@@ -126,6 +127,7 @@ def analyse_part(path: str | Path, settings: Settings | None = None) -> Part:
         settings.part_options(),
         step_marker=settings.step_marker,
         patterns=settings.patterns,
+        device=settings.device,
     )
     meta = timeline.meta
     part = Part(

@@ -71,13 +71,16 @@ class Device:
         """Dense peak TFLOP/s for ``dtype``: on the matrix units its own figure, else the next
         wider dtype the part has (fp4 -> fp6 -> fp8 -> bf16/fp16; int8 -> fp16; tf32 -> fp32
         matrix -> FP32 vector; an A100 runs fp8 at its bf16/fp16 rate); off them, the vector
-        FP32 peak. None for fp64 on a part without an FP64 matrix figure, or an unknown dtype."""
+        FP32 peak. None for fp64 on a part without an FP64 matrix figure, fp32 matmuls on an
+        Ascend Cube (no public figure), or an unknown dtype."""
         if not matrix:
             return self.vector_tflops
         if dtype in self.tflops:
             return self.tflops[dtype]
         if dtype not in FALLBACK:
             return None
+        if dtype == "fp32" and self.vendor == "ascend":
+            return None  # fp32 matmuls run on the Cube at a rate Huawei does not publish
         for wider in FALLBACK[dtype]:
             if wider in self.tflops:
                 return self.tflops[wider]

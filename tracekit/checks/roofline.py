@@ -1,0 +1,72 @@
+"""Whether the roofline can be trusted: the trace recorded shapes, every device with shaped
+rows matched an entry of the device table, and how much of the shaped time the formulas
+bound only from above (paged KV caches read up to the block table's capacity)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from tracekit.model import Check, skipped
+from tracekit.roofline import Roofline
+
+NAME = "roofline.devices"
+# an operator faster than its bound by more than this is impossible: the device matched, its
+# shapes or the formula is wrong (timer resolution on a µs-rounded trace stays well below)
+IMPOSSIBLE = 1.1
+MIN_IMPOSSIBLE_NS = 10_000  # ... judged over at least this much time per operator and shapes
+NO_SHAPES = (
+    "no operator shapes in the trace (PyTorch profiler record_shapes=True, torch_npu / msprof"
+    " Input Shapes): no roofline"
+)
+
+
+def roofline_check(roof: Roofline) -> Check:
+    """``warn`` where shaped rows run on a device with no entry in the device table (their
+    bounds are unknown) or where bounds from above cover a large share of the shaped time;
+    ``pass`` naming the matched devices; ``skip`` when no row has shapes."""
+    if not roof.shaped:
+        return skipped(NAME, NO_SHAPES)
+    rows = roof.rows
+    time = rows["dur"].clip(0).sum() or 0
+    bounded = rows.filter(pl.col("bound_ns").is_not_null())
+    unmatched = int(time - (bounded["dur"].clip(0).sum() or 0))
+    if roof.warnings:
+        return Check(NAME, "warn", "; ".join(roof.warnings), expected=0, actual=unmatched)
+    loose = rows.filter(~pl.col("exact"))["dur"].clip(0).sum() or 0
+    names = sorted({d.name for d in roof.devices.values()})
+    detail = f"{rows.height:,} shaped device rows, bounds on {', '.join(names)}"
+    if unmatched:
+        dtypes = rows.filter(pl.col("bound_ns").is_null())["dtype"].unique().sort()
+        detail += (
+            f"; {unmatched / time:.0%} of their time has no bound: the device table gives no"
+            f" peak for {', '.join(d or '?' for d in dtypes.to_list())} there"
+        )
+    ops = roof.operators
+    fast = ops.filter(
+        (pl.col("efficiency") > IMPOSSIBLE) & (pl.col("time_ns") >= MIN_IMPOSSIBLE_NS)
+    ).sort("efficiency", descending=True)
+    if fast.height:
+        top = fast.row(0, named=True)
+        share = (fast["time_ns"].sum() or 0) / time if time else 0.0
+        return Check(
+            NAME,
+            "warn",
+            f"{fast.height:,} operator shape(s) ({share:.0%} of the shaped time) ran faster than"
+            f" the roofline of {', '.join(names)} allows (e.g. {top['op']} {top['shapes']} at"
+            f" {top['efficiency']:.0%}): the device matched, the shapes or the formula is"
+            " wrong, and every efficiency here is in doubt (pass --device NAME if the device is"
+            " another)",
+            expected=0,
+            actual=fast.height,
+        )
+    if loose and loose >= 0.25 * time:
+        share = loose / time
+        return Check(
+            NAME,
+            "warn",
+            f"{detail}; {share:.0%} of their time has work bounded only from above by its"
+            " shapes (e.g. a paged KV cache's capacity): efficiency there may be overstated",
+            expected=0,
+            actual=round(share, 4),
+        )
+    return Check(NAME, "pass", detail)
