@@ -26,6 +26,7 @@ ENV_OWNERS: dict[str, str | None] = {
     "EVENT_": None,
     "NOTIFY_": None,
     "STREAM_": None,
+    "FRACTAL_": None,  # a CANN tensor format (FRACTAL_NZ), no product
     "VLLM_": "vllm",
     "SGLANG_": "sglang",
     "SGL_": "sglang",

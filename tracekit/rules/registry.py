@@ -1,4 +1,4 @@
-"""The rules tracekit knows: the built-in five and any registered by other packages under
+"""The rules tracekit knows: the built-in seven and any registered by other packages under
 the entry-point group ``tracekit.rules`` (each entry point names a :class:`Rule` subclass)."""
 
 from __future__ import annotations
@@ -8,13 +8,22 @@ from importlib.metadata import entry_points
 from tracekit.errors import TraceError
 from tracekit.rules.base import Rule
 from tracekit.rules.bubbles import Bubbles
+from tracekit.rules.efficiency import Efficiency
 from tracekit.rules.fallback import Fallback
 from tracekit.rules.mc2 import Mc2
 from tracekit.rules.overlap import Overlap
 from tracekit.rules.stragglers import Stragglers
 from tracekit.rules.transfers import Transfers
 
-BUILTIN: tuple[type[Rule], ...] = (Overlap, Fallback, Mc2, Bubbles, Stragglers, Transfers)
+BUILTIN: tuple[type[Rule], ...] = (
+    Overlap,
+    Fallback,
+    Mc2,
+    Bubbles,
+    Stragglers,
+    Transfers,
+    Efficiency,
+)
 GROUP = "tracekit.rules"
 
 
