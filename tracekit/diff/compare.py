@@ -9,6 +9,7 @@ import numpy as np
 
 from tracekit import bootstrap
 from tracekit.analysis import Analysis
+from tracekit.diff.efficiency import compare_efficiency
 from tracekit.diff.findings import compare_findings
 from tracekit.diff.result import REPLICATES, SEED, Change, Diff, Estimate
 from tracekit.diff.samples import (
@@ -269,4 +270,5 @@ def compare(
         compare_findings(base, head, floor, float(np.median(step_b))),
         warnings,
         data.phase,
+        compare_efficiency(base, head, threshold),
     )

@@ -77,6 +77,9 @@ class Diff:
     findings: list[FindingChange]  # by (rule, pattern), largest change per step first
     warnings: list[str] = field(default_factory=list)
     phase: str = "all"  # the steps compared: decode, unknown (no phase known) or all
+    # per operator family, the same shapes on both sides: time and efficiency
+    # (tracekit.diff.efficiency); explains, does not gate
+    efficiency: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def gates(self) -> list[Change]:
@@ -119,5 +122,6 @@ class Diff:
             "kernels": [c.to_dict() for c in self.kernels],
             "metrics": [c.to_dict() for c in self.metrics],
             "findings": [f.to_dict() for f in self.findings],
+            "efficiency": self.efficiency,
             "warnings": self.warnings,
         }

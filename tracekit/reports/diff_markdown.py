@@ -66,6 +66,15 @@ def findings(data: dict[str, Any], top: int) -> list[str]:
     return [*_table(header, "lllrrrr", rows), *tail]
 
 
+def efficiency(data: dict[str, Any], top: int) -> list[str]:
+    """The section on same-shape efficiency per operator family, where any moved."""
+    lines = dt.efficiency_lines(data, code, top)
+    if not lines:
+        return []
+    items = [f"- {line}" if not line.startswith("  ") else f"  - {line.strip()}" for line in lines]
+    return ["#### Efficiency, same shapes on both sides", "", *items, ""]
+
+
 def render_diff_markdown(data: dict[str, Any], top: int = 10) -> str:
     """``Diff.to_dict()`` as a Markdown document: verdict, step time, movers, kernels, rule
     metrics, findings and a method footnote."""
@@ -106,6 +115,7 @@ def render_diff_markdown(data: dict[str, Any], top: int = 10) -> str:
         "",
         *findings(data, top),
         "",
+        *efficiency(data, top),
         f"<sub>base: {dt.sources(data['base'], md_text)} · head: "
         f"{dt.sources(data['head'], md_text)}<br>{md_text(dt.method_note(data))}</sub>",
     ]

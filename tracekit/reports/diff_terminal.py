@@ -98,6 +98,10 @@ def render_diff(data: dict[str, Any], top: int = 10, width: int = 120) -> Group:
     if findings:
         parts += [Text(), Text("findings by pattern", style="bold")]
         parts += [Text(f"  {text}", style=STATUS_STYLE.get(s, "")) for s, text in findings]
+    efficiency = dt.efficiency_lines(data, printable, top)
+    if efficiency:
+        parts += [Text(), Text("efficiency, same shapes on both sides", style="bold")]
+        parts += [Text(f"  {line}") for line in efficiency]
     note = (
         f"base: {dt.sources(data['base'], printable)}; head: {dt.sources(data['head'], printable)}"
     )

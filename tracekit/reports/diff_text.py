@@ -283,6 +283,33 @@ def finding_lines(data: dict[str, Any], name: Escape, top: int = 10) -> list[tup
     return out
 
 
+def _eff(value: float | None) -> str:
+    return "?" if value is None else f"{value:.0%}"
+
+
+def efficiency_lines(data: dict[str, Any], name: Escape, top: int = 10) -> list[str]:
+    """Per operator family whose same-shape time moved: its time and efficiency on both
+    sides, then the shapes that moved most (time per launch)."""
+    out = []
+    for family in (data.get("efficiency") or [])[:top]:
+        eff = family["efficiency"]
+        out.append(
+            f"{name(family['family'])} ({_count(family['shapes'], 'shape')} on both sides): "
+            f"{fmt_ns(family['base_ns'])} → {fmt_ns(family['head_ns'])} "
+            f"({signed_pct(family['rel'])}), efficiency {_eff(eff['base'])} → "
+            f"{_eff(eff['head'])}"
+        )
+        for moved in family["moved"][:3]:
+            base_eff, head_eff = moved["efficiency"]
+            out.append(
+                f"  {name(moved['op'])} {name(moved['shapes'])}: "
+                f"{fmt_ns(moved['base_ns_per_launch'])} → {fmt_ns(moved['head_ns_per_launch'])}"
+                f" per launch ({signed_pct(moved['rel'])}), efficiency {_eff(base_eff)} → "
+                f"{_eff(head_eff)}"
+            )
+    return out
+
+
 def sources(side: dict[str, Any], name: Escape) -> str:
     """The runs of one side: the first trace, its format and steps, and how many runs."""
     runs = side["runs"]
