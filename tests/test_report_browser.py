@@ -107,8 +107,9 @@ def test_opens_offline_without_errors_and_every_plot_is_drawn(opened: Opened) ->
         "els => els.map(e => [e.id, e.classList.contains('js-plotly-plot'),"
         " e.querySelectorAll('svg.main-svg').length])",
     )
-    # 4 step figures, one overlap matrix per device (2) and one Gantt per trace (2)
-    assert len(plots) == 8
+    # 4 step figures, one overlap matrix per device (2), one Gantt per trace (2) and the
+    # roofline chart of the Ascend demo (it records shapes; the nsys trace does not)
+    assert len(plots) == 9
     assert all(is_plot and svgs > 0 for _, is_plot, svgs in plots), plots
 
 
@@ -368,3 +369,123 @@ def test_demo_page_findings_fit_one_screen_per_trace(browser: Any, tmp_path: Pat
     viewport = opened.page.viewport_size["height"]
     assert len(heights) == 2 and all(0 < h <= viewport for h in heights), heights
     assert opened.errors == []
+
+
+# ---------- the roofline chart ----------
+TORCH_NPU = "ascend/msinsight_torchnpu_910B_2rank/text/level1/rank0_ascend_pt"
+
+
+def _roofline(page: Any, trace: int) -> dict[str, Any]:
+    """What the roofline chart of a trace draws: operator points per family (x, y) and the
+    roof lines (name, x, y)."""
+    return page.evaluate(
+        """i => {
+            const gd = document.getElementById('roofline-' + i);
+            const of = (kind) => gd.data.filter(t => t.meta && t.meta[0] === kind);
+            return {
+                points: of('operators').map(t => [t.name, t.x, t.y]),
+                roofs: of('roof').map(t => [t.name, t.x, t.y]),
+                log: [gd.layout.xaxis.type, gd.layout.yaxis.type],
+                svg: gd.querySelectorAll('.scatterlayer .point').length,
+            };
+        }""",
+        trace,
+    )
+
+
+def _drawable(analysis: tracekit.Analysis) -> pl.DataFrame:
+    """The operators the chart draws: FLOPs and time, so a place on log axes."""
+    ops = analysis.roofline.operators.head(200)
+    return ops.filter((pl.col("intensity") > 0) & (pl.col("tflops") > 0))
+
+
+def test_roofline_chart_only_for_the_trace_with_shapes(opened: Opened, traces: list[Path]) -> None:
+    page = opened.page
+    assert page.eval_on_selector_all("nav a", "els => els.map(e => e.textContent)")[3] == "Roofline"
+    card = page.inner_text("#roofline-card-0")  # the nsys trace: no shapes, no chart
+    assert "No operator shapes" in card
+    assert page.eval_on_selector_all("#roofline-card-0 .plot", "els => els.length") == 0
+    demo = tracekit.analyze(tracekit.load(traces[1]))
+    drawn = _roofline(page, 1)
+    want = _drawable(demo)
+    assert sum(len(x) for _, x, _ in drawn["points"]) == want.height > 0
+    assert drawn["svg"] >= want.height and drawn["log"] == ["log", "log"]
+    assert drawn["roofs"] == []  # the demo names no device: no roofs, and says so
+    [warning] = demo.roofline.warnings
+    assert f"⚠ {warning}" in page.inner_text("#roofline-card-1")
+    assert opened.errors == []
+
+
+def test_roofline_chart_of_the_shaped_fixture(browser: Any, tmp_path: Path) -> None:
+    """The fixture's nine operators on an H200: a point each at its hand-computed intensity
+    and TFLOP/s, the HBM slope up to the ridge and the bf16, fp8 and vector roofs."""
+    from fixtures.kineto_writer import write_kineto_json
+    from fixtures.shaped_ops import TORCH_OPS, TORCH_TRUTH, torch_events
+    from tracekit.reports.format import fmt_ns
+    from tracekit.reports.html import write_report
+
+    analysis = tracekit.analyze(
+        tracekit.load(write_kineto_json(torch_events(), tmp_path / "t.json"))
+    )
+    out = tmp_path / "shaped.html"
+    write_report([analysis], out)
+    opened = open_report(browser, out)
+    page = opened.page
+    assert opened.errors == [] and opened.dialogs == []
+    drawn = _roofline(page, 0)
+    drawn_pairs = sorted((x, y) for _, xs, ys in drawn["points"] for x, y in zip(xs, ys))
+    truth = sorted(
+        (t["flops"] / t["bytes"], t["flops"] / 15_000 / 1e3) for t in TORCH_TRUTH.values()
+    )
+    assert len(drawn_pairs) == len(TORCH_OPS) == 9
+    for (x, y), (want_x, want_y) in zip(drawn_pairs, truth):
+        assert x == pytest.approx(want_x) and y == pytest.approx(want_y)
+    roofs = {name: (x, y) for name, x, y in drawn["roofs"]}
+    slope = roofs["HBM 4,800 GB/s"]
+    assert slope[1][1] == pytest.approx(4800 * slope[0][1] / 1e3)  # GB/s × FLOP/B
+    assert slope[1][1] == pytest.approx(1979.0)  # up to the highest roof's ridge
+    flat = {y[0]: x[0] for name, x, y in drawn["roofs"] if name != "HBM 4,800 GB/s"}
+    assert set(flat) == {1979.0, 989.5, 67.0}
+    assert flat[989.5] == pytest.approx(989.5e3 / 4800)  # the ridge point, FLOP/byte
+    # hover an operator: its name, shapes and kernel as text
+    page.evaluate(
+        """() => {
+            const gd = document.getElementById('roofline-0');
+            const c = gd.data.findIndex(t => t.name === 'norm');
+            Plotly.Fx.hover(gd, [{curveNumber: c, pointNumber: 0}], 'xy');
+        }"""
+    )
+    hover = page.text_content("#roofline-0 .hovertext") or ""
+    assert "_C::rms_norm" in hover and "64×7168, 64×7168, 7168 bf16" in hover
+    assert "vllm::rms_norm_kernel" in hover
+    # the step table has the roofline columns, in the page's own formatting
+    heads = page.eval_on_selector_all("#steps-table th", "els => els.map(e => e.textContent)")
+    assert heads[-4:-1] == ["roofline", "shaped", "bound"]
+    cells = page.eval_on_selector_all(
+        "#steps-table tr:nth-child(2) td", "els => els.map(e => e.textContent)"
+    )
+    step = analysis.step_metrics.row(0, named=True)
+    assert cells[-4:-1] == [fmt_ns(step["roofline_ns"]), "100.0%", step["bound"]]
+
+
+@pytest.mark.skipif(not os.environ.get("TRACEKIT_REAL_TRACES"), reason="TRACEKIT_REAL_TRACES")
+def test_roofline_chart_of_the_torch_npu_sample(browser: Any, tmp_path: Path) -> None:
+    """The torch_npu sample names no device: points without roofs and the warning; with
+    --device 910b3 the same points under the 910B3's roofs."""
+    from tracekit.reports.html import write_report
+
+    path = Path(os.environ["TRACEKIT_REAL_TRACES"]) / TORCH_NPU
+    timeline = tracekit.load(path)
+    plain, matched = tracekit.analyze(timeline), tracekit.analyze(timeline, device="910b3")
+    out = tmp_path / "npu.html"
+    write_report([plain, matched], out)
+    opened = open_report(browser, out)
+    assert opened.errors == []
+    first, second = _roofline(opened.page, 0), _roofline(opened.page, 1)
+    count = _drawable(plain).height
+    assert count > 0
+    for drawn in (first, second):
+        assert sum(len(x) for _, x, _ in drawn["points"]) == count
+    assert first["roofs"] == [] and "matches no entry" in opened.page.inner_text("#roofline-card-0")
+    names = [name for name, _, _ in second["roofs"]]
+    assert "HBM 1,600 GB/s" in names and len(names) >= 2

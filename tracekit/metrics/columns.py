@@ -67,4 +67,9 @@ LABELS: dict[str, Label] = {
     "bubble_count": Label("bubble count", "idle bubble count"),
     "largest_bubble_ns": Label("largest bubble", "largest idle bubble"),
     "comm_bubble_ns": Label("comm bubbles", "communication-only stretches"),
+    # tracekit.roofline: the summed roofline bounds of the step's rows with shapes, their
+    # share of the step's device time, and whether memory or compute bounds most of it
+    "roofline_ns": Label("roofline", "roofline bound of the rows with shapes"),
+    "shaped_share": Label("shaped", "share of device time with shapes"),
+    "bound": Label("bound", "what bounds the step's roofline"),
 }

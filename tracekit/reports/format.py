@@ -28,6 +28,15 @@ STEP_TABLE = (
     "fallback_ns",
     "bubble_ns",
 )
+# The roofline's step columns, shown after those only when some step has a roofline bound.
+ROOFLINE_TABLE = ("roofline_ns", "shaped_share", "bound")
+
+
+def step_table_keys(rows: list[dict[str, Any]]) -> tuple[str, ...]:
+    """:data:`STEP_TABLE`, and :data:`ROOFLINE_TABLE` after it when some step of ``rows``
+    (``step_metrics`` records) has a ``roofline_ns``."""
+    shaped = any(r.get("roofline_ns") is not None for r in rows)
+    return STEP_TABLE + ROOFLINE_TABLE if shaped else STEP_TABLE
 
 
 def fmt_ns(ns: float | int | None) -> str:
@@ -54,7 +63,7 @@ def metric_cell(key: str, value: Any, text: Callable[[Any], str]) -> str:
     duration for the ns columns, else ``text(value)`` (the renderer's escaping)."""
     if value is None:
         return "-"
-    if key == "comm_overlap_ratio":
+    if key in ("comm_overlap_ratio", "shaped_share"):
         return fmt_pct(value)
     if key.endswith("_ns") or key in ("dur", "ns_per_token"):
         return fmt_ns(value)

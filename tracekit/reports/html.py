@@ -1,7 +1,8 @@
 """The HTML report: one self-contained page per set of traces.
 
 :func:`payload` prepares one JSON document (per trace: overview, the ``step_metrics`` table,
-the drill-down events of a few steps, stream overlap, findings, kernels); :func:`render_html`
+the drill-down events of a few steps, stream overlap, findings, kernels, and the roofline
+chart's operators and roofs where the trace has shapes); :func:`render_html`
 embeds it, plotly.js (from the installed ``plotly`` package) and the page script
 (``templates/report.js``) into ``templates/report.html``. The page draws every figure in the
 browser from the payload and needs no network.
@@ -31,8 +32,10 @@ from tracekit import __version__
 from tracekit.analysis import Analysis
 from tracekit.metrics.columns import LABELS
 from tracekit.model import ordered
+from tracekit.reports.format import ROOFLINE_TABLE
 from tracekit.reports.html_findings import SHOWN, page_findings
 from tracekit.reports.html_gantt import CLASSES, Strings, gantt
+from tracekit.reports.html_roofline import roofline_payload
 from tracekit.reports.html_steps import default_steps, embedded_steps, step_table, step_times
 from tracekit.reports.html_trace import (
     fallbacks,
@@ -74,6 +77,7 @@ def trace_payload(
     strings = Strings()
     chosen = embedded_steps(metrics, analysis.findings, list(extra_steps), max_steps, SHOWN)
     all_steps = step_times(metrics)["step"].to_list()
+    roofline = roofline_payload(analysis)
     return {
         "overview": overview(analysis, label),
         "steps": step_table(metrics),
@@ -88,6 +92,7 @@ def trace_payload(
         "kernels": kernels(analysis),
         "fallbacks": fallbacks(analysis),
         "strings": strings.values,
+        **({"roofline": roofline} if roofline is not None else {}),
     }
 
 
@@ -99,16 +104,22 @@ def payload(
     max_steps: int = MAX_STEPS,
 ) -> dict[str, Any]:
     """The report's JSON document for one or more analysed traces (shown side by side)."""
+    traces = [
+        trace_payload(a, label, extra_steps, max_events, max_steps)
+        for a, label in zip(analyses, labels(analyses))
+    ]
+    shaped = any("roofline_ns" in t["steps"] for t in traces)  # the roofline's step columns
     return {
         "tracekit": __version__,
         "classes": list(CLASSES),
         "categories": list(CATEGORIES),
         "kinds": list(KINDS),
-        "labels": {column: label.heading for column, label in LABELS.items()},
-        "traces": [
-            trace_payload(a, label, extra_steps, max_events, max_steps)
-            for a, label in zip(analyses, labels(analyses))
-        ],
+        "labels": {
+            column: label.heading
+            for column, label in LABELS.items()
+            if shaped or column not in ROOFLINE_TABLE
+        },
+        "traces": traces,
     }
 
 

@@ -15,6 +15,7 @@ from tracekit.errors import TraceError
 from tracekit.metrics.columns import METRIC_COLUMNS
 from tracekit.metrics.steps import primary_phase
 from tracekit.model import Finding, ranked
+from tracekit.reports.format import ROOFLINE_TABLE
 
 SERIES = ["rank", "device"]
 TUKEY_K = 1.5  # outlier fences: below Q1 - k·IQR or above Q3 + k·IQR
@@ -33,8 +34,12 @@ def outliers(metrics: pl.DataFrame) -> pl.Series:
 
 
 def step_table(metrics: pl.DataFrame) -> dict[str, list[Any]]:
-    """``step_metrics`` column by column (every value as analysed) plus ``outlier``."""
-    table = {col: metrics[col].to_list() for col in METRIC_COLUMNS}
+    """``step_metrics`` column by column (every value as analysed) plus ``outlier``; the
+    roofline's columns too when some step has a roofline bound."""
+    columns = list(METRIC_COLUMNS)
+    if "roofline_ns" in metrics.columns and metrics["roofline_ns"].is_not_null().any():
+        columns += ROOFLINE_TABLE
+    table = {col: metrics[col].to_list() for col in columns}
     table["outlier"] = outliers(metrics).to_list()
     return table
 

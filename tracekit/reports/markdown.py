@@ -24,9 +24,11 @@ from tracekit.reports.format import (
     metric_cell,
     more_text,
     ranked_dicts,
+    step_table_keys,
     steps_text,
     worst_text,
 )
+from tracekit.reports.roofline_text import roofline_markdown
 from tracekit.reports.workload_text import repetition_rows, stack_line, workload_line
 
 MAX_STEP_ROWS = 40
@@ -70,10 +72,10 @@ def phase_table(phases: list[dict[str, Any]]) -> list[str]:
 
 def step_columns(rows: list[dict[str, Any]]) -> dict[str, str]:
     """The step-table columns (key -> heading): phase, tokens and per-token time only when
-    some step has them."""
+    some step has them; the roofline's columns when some step has a roofline bound."""
     return {
-        k: v
-        for k, v in STEP_COLUMNS.items()
+        k: LABELS[k].heading
+        for k in step_table_keys(rows)
         if k not in OPTIONAL_COLUMNS or any(r.get(k) is not None for r in rows)
     }
 
@@ -170,6 +172,7 @@ def render_markdown(analysis: dict[str, Any]) -> str:
         *phase_table(analysis.get("phases") or []),
         *steps_table(analysis["step_metrics"]),
         "",
+        *roofline_markdown(analysis.get("roofline"), md_text),
         *checks_markdown(checks, md_text),
         "### Findings",
         "",

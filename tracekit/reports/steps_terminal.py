@@ -16,7 +16,6 @@ from tracekit.names import distinct_short_names, printable
 from tracekit.reports.checks_text import capture_line, render_checks
 from tracekit.reports.format import (
     ADVICE_CHARS,
-    STEP_TABLE,
     TOP_TERMINAL,
     analysis_steps,
     cut,
@@ -25,14 +24,15 @@ from tracekit.reports.format import (
     metric_cell,
     more_text,
     ranked_dicts,
+    step_table_keys,
     steps_text,
     worst_text,
 )
+from tracekit.reports.roofline_text import render_roofline
 from tracekit.reports.workload_text import repetition_rows, stack_line, workload_line
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _NARROW = {"ns_per_token": "per tok"}  # headings shorter than the labels' for a terminal
-_STEP_COLUMNS = {_NARROW.get(key, LABELS[key].heading): key for key in STEP_TABLE}
 # Columns kept first when the terminal is narrow; rank, dev, phase and tokens only where they
 # vary or are known.
 _PRIORITY = (
@@ -48,6 +48,9 @@ _PRIORITY = (
     "per tok",
     "comm",
     "busy",
+    "roofline",
+    "bound",
+    "shaped",
 )
 _OPTIONAL = ("rank", "dev", "phase", "tokens", "per tok")
 MAX_STEP_ROWS = 40
@@ -137,7 +140,8 @@ def render_steps(data: dict[str, Any], width: int = 200, confidence: bool = True
         if len(rows) <= MAX_STEP_ROWS
         else rows[: MAX_STEP_ROWS // 2] + rows[-MAX_STEP_ROWS // 2 :]
     )
-    cells = {h: [_cell(k, row.get(k)) for row in shown] for h, k in _STEP_COLUMNS.items()}
+    columns = {_NARROW.get(key, LABELS[key].heading): key for key in step_table_keys(rows)}
+    cells = {h: [_cell(k, row.get(k)) for row in shown] for h, k in columns.items()}
     headings = _fitting_columns(cells, width - (BAR_WIDTH + 1 if with_bar else 0))
     for heading in headings:
         table.add_column(heading, justify="right", no_wrap=True)
@@ -169,12 +173,14 @@ def _fitting_columns(cells: dict[str, list[Text]], width: int) -> list[str]:
     chosen: list[str] = []
     used = 0
     for heading in (*varying, *[h for h in _PRIORITY if h not in _OPTIONAL or h in known]):
+        if heading not in cells:  # the roofline's columns, on a trace without shapes
+            continue
         need = 1 + max([len(heading), *(c.cell_len for c in cells[heading])])
         if used + need > width and len(chosen) >= 2:
             continue
         chosen.append(heading)
         used += need
-    return [h for h in _STEP_COLUMNS if h in chosen]
+    return [h for h in cells if h in chosen]
 
 
 MORE_HINT = "--format json or tracekit report lists every one"
@@ -229,4 +235,5 @@ def render_analysis(data: dict[str, Any], width: int = 200, confidence: bool = T
     ``confidence=False`` leaves the low-confidence line to the caller (it prints it first)."""
     steps = render_steps(data, width, confidence)
     findings = render_findings(data["findings"], analysis_steps(data), width=width)
-    return Group(steps, Text(), findings)
+    roofline = render_roofline(data.get("roofline"), width)
+    return Group(steps, Text(), *([roofline, Text()] if roofline else []), findings)

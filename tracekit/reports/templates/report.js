@@ -417,10 +417,12 @@
     return parts.join("; ") + (x.steps.phase_method ? " (from " + x.steps.phase_method + ")" : "");
   }
   function buildStepTable() {
-    const cols = ["step", "rank", "device", "phase", "tokens", "dur", "ns_per_token", "busy_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
+    const base = ["step", "rank", "device", "phase", "tokens", "dur", "ns_per_token", "busy_ns", "compute_ns", "comm_ns", "exposed_comm_ns",
       "comm_overlap_ratio", "fused_comm_ns", "fallback_ns", "bubble_ns", "idle_ns"];
     const box = document.getElementById("steps-table");
     TRACES.forEach((t) => {
+      // the roofline's columns where some step of the trace has a roofline bound
+      const cols = "roofline_ns" in t.steps ? [...base, "roofline_ns", "shaped_share", "bound"] : base;
       if (TRACES.length > 1) box.append(el("h3", { text: t.overview.label }));
       const n = Math.min(t.steps.step.length, 2000);
       const rows = [];
@@ -428,7 +430,7 @@
         rows.push(cols.map((c) => {
           const v = t.steps[c][i];
           if (v === null || v === undefined) return "-";
-          return c === "comm_overlap_ratio" ? fmtPct(v) : c.endsWith("_ns") || c === "dur" || c === "ns_per_token" ? fmtNs(v) : String(v);
+          return c === "comm_overlap_ratio" || c === "shaped_share" ? fmtPct(v) : c.endsWith("_ns") || c === "dur" || c === "ns_per_token" ? fmtNs(v) : String(v);
         }).concat(t.steps.outlier[i] ? ["outlier"] : [""]));
       }
       box.append(table([...cols.map((c) => DATA.labels[c] || c), ""], rows));
@@ -552,6 +554,108 @@
     });
   }
 
+  // ---------- roofline: per trace with shapes, operators against the device's roofs ----------
+  const FAMILY_COLOR = {
+    gemm: "#4c78a8", grouped_gemm: "#54a24b", attention: "#72b7b2", norm: "#9d755d",
+    activation: "#eeca3b", elementwise: "#ff9da6", embedding: "#b279a2", sampling: "#d67195",
+    memory: "#bab0ac",
+  };
+  function fmtRate(v) {  // TFLOP/s or GB/s
+    if (v === null || v === undefined) return "-";
+    return v >= 100 ? fmtInt(Math.round(v)) : v >= 1 ? v.toFixed(1) : v <= 0 ? "0" : v.toPrecision(3);
+  }
+  function effText(e, exact) { return e === null || e === undefined ? "-" : (exact ? "" : "≤ ") + fmtPct(e); }
+  function buildRoofline() {  // the section exists only when some trace has shapes
+    if (!TRACES.some((t) => t.roofline)) return [];
+    const section = el("section", { id: "roofline" }, el("h2", { text: "Roofline" }),
+      el("p", { class: "help", text: "Each point is an operator with the same shapes on one device: its arithmetic " +
+        "intensity (FLOPs per byte of minimum HBM traffic, from its shapes) against the TFLOP/s it achieved, sized " +
+        "by its time. The lines are the device's roofs: HBM bandwidth × intensity up to the ridge point, then the " +
+        "peak of each dtype its operators ran at. Efficiency = roofline bound / time; ≤ where the shapes give only " +
+        "an upper bound on the work." }));
+    document.getElementById("steps").after(section);
+    document.querySelector('nav a[href="#steps"]').after(el("a", { href: "#roofline", text: "Roofline" }));
+    const done = [];
+    TRACES.forEach((t, ti) => {
+      const r = t.roofline, card = el("div", { class: "card roofline", id: "roofline-card-" + ti });
+      card.append(el("h3", { text: t.overview.label }));
+      section.append(card);
+      if (!r) { card.append(el("p", { class: "note", text: "No operator shapes in this trace: no roofline." })); return; }
+      for (const w of r.warnings) card.append(el("p", { class: "roofline-warning", text: "⚠ " + w }));
+      for (const part of r.parts) {
+        card.append(el("p", { class: "note", text: "device" + (part.devices.length > 1 ? "s " : " ") +
+          part.devices.join(", ") + ": " + part.name + " · HBM " + fmtInt(part.hbm_gbps) + " GB/s · " +
+          part.roofs.map((f) => f.dtypes.join("/") + " " + f.tflops + " TFLOP/s (" + f.units.join("/") + ")").join(", ") }));
+      }
+      const id = "roofline-" + ti;
+      card.append(el("div", { class: "plot", id }));
+      const notes = [];
+      if (r.not_drawn) notes.push(r.not_drawn + " operator" + (r.not_drawn === 1 ? "" : "s") +
+        " without FLOPs or time (copies, fills) not drawn on the log axes");
+      if (r.left_out) notes.push("the chart has the " + fmtInt(r.operators_total - r.left_out) + " operators with the most " +
+        "headroom of " + fmtInt(r.operators_total) + "; --format json has every one");
+      card.append(el("p", { class: "note", text: notes.join("; ") }));
+      card.append(table(["op", "shapes", "launches", "time", "TFLOP/s", "GB/s", "efficiency", "headroom", "limit"],
+        r.top.map((o) => [el("span", { title: o.op, text: o.op }), el("span", { title: o.shapes || "", text: o.shapes || "-" }),
+          fmtInt(o.rows), fmtNs(o.time_ns), fmtRate(o.tflops), fmtRate(o.gbps), effText(o.efficiency, o.exact),
+          fmtNs(o.headroom_ns), o.efficiency === null ? "-" : o.limit || "-"]), ["name", "name", "", "", "", "", "", "", "text"]));
+      done.push(drawRoofline(id, r));
+    });
+    return done;
+  }
+  function drawRoofline(id, r) {
+    const p = r.points, n = p.op.length, data = [];
+    const tmax = Math.max(1, ...p.time_ns);
+    const ridges = r.parts.flatMap((part) => part.roofs.map((f) => (f.tflops * 1e3) / part.hbm_gbps));
+    const xs = [...p.intensity, ...ridges];
+    const lo = xs.length ? Math.min(...xs) / 4 : 0.1, hi = xs.length ? Math.max(...xs) * 4 : 1000;
+    r.parts.forEach((part, k) => {  // the roofs: bandwidth slope to the ridge, then flat
+      const who = r.parts.length > 1 ? esc(part.name) + " · " : "";
+      const top = Math.max(...part.roofs.map((f) => f.tflops), 0);
+      const ridgeTop = top ? (top * 1e3) / part.hbm_gbps : hi;
+      data.push({ type: "scatter", mode: "lines", name: who + "HBM " + fmtInt(part.hbm_gbps) + " GB/s",
+        x: [lo, ridgeTop], y: [(part.hbm_gbps * lo) / 1e3, (part.hbm_gbps * ridgeTop) / 1e3],
+        line: { color: "#333", width: 2, dash: k ? "dot" : "solid" }, legendgroup: "roof" + k, meta: ["roof"],
+        hovertemplate: "HBM " + fmtInt(part.hbm_gbps) + " GB/s × intensity<extra></extra>" });
+      part.roofs.forEach((f) => {
+        const ridge = (f.tflops * 1e3) / part.hbm_gbps;
+        const label = f.dtypes.join("/") + " " + f.tflops + " TFLOP/s";
+        data.push({ type: "scatter", mode: "lines+markers", name: who + esc(label) + " (" + f.units.join("/") + ")",
+          x: [ridge, hi], y: [f.tflops, f.tflops], marker: { size: [7, 0], color: "#555" },
+          line: { color: "#555", width: 1.5, dash: f.units.includes("vector") ? "dash" : "solid" },
+          legendgroup: "roof" + k, meta: ["roof"],
+          hovertemplate: esc(label) + "<br>ridge point: " + ridge.toFixed(1) + " FLOP/byte<extra></extra>" });
+      });
+    });
+    const families = r.families.length ? r.families : [];
+    for (const fam of families) {
+      const idx = [];
+      for (let i = 0; i < n; i++) if (p.family[i] === fam) idx.push(i);
+      data.push({
+        type: "scatter", mode: "markers", name: esc(fam), x: idx.map((i) => p.intensity[i]), y: idx.map((i) => p.tflops[i]),
+        marker: { size: idx.map((i) => 6 + 30 * Math.sqrt(p.time_ns[i] / tmax)), color: FAMILY_COLOR[fam] || "#999",
+          opacity: 0.75, line: { width: 1, color: "#fff" } }, meta: ["operators"],
+        customdata: idx.map((i) => [
+          esc(p.op[i]), esc(p.shapes[i] || ""), p.kernels[i].map(esc).join("<br>"), fmtInt(p.rows[i]), fmtNs(p.time_ns[i]),
+          effText(p.efficiency[i], p.exact[i]), fmtNs(p.headroom_ns[i]), fmtRate(p.gbps[i]),
+          p.efficiency[i] === null ? "no device" : p.limit[i] || "-",
+          esc(p.note[i] || ""), p.device[i],
+        ]),
+        hovertemplate: "<b>%{customdata[0]}</b> · device %{customdata[10]}<br>%{customdata[1]}<br>" +
+          "%{customdata[3]} launches, %{customdata[4]} · %{y:.3g} TFLOP/s, %{customdata[7]} GB/s, %{x:.3g} FLOP/byte<br>" +
+          "efficiency %{customdata[5]}, headroom %{customdata[6]} (%{customdata[8]}-bound) %{customdata[9]}<br>" +
+          "<i>%{customdata[2]}</i><extra>" + esc(fam) + "</extra>",
+      });
+    }
+    const div = document.getElementById(id);
+    return Plotly.newPlot(div, data, {
+      height: 460, margin: { t: 40, r: 10, b: 50, l: 70 }, hoverlabel: { align: "left" },
+      title: { text: "Achieved TFLOP/s against arithmetic intensity (log-log)", font: { size: 14 } },
+      xaxis: { type: "log", title: { text: "arithmetic intensity (FLOP/byte)" } },
+      yaxis: { type: "log", title: { text: "TFLOP/s" } }, legend: { orientation: "v" },
+    }, CONFIG);
+  }
+
   // ---------- start ----------
   buildOverview();
   buildChecks();
@@ -559,7 +663,8 @@
   buildGantts();
   buildFindings();
   buildKernels();
-  const drawn = [drawTime(), drawCategories(), drawDurations(), drawCommOverlap(), ...drawOverlapMatrices()];
+  const drawn = [drawTime(), drawCategories(), drawDurations(), drawCommOverlap(), ...drawOverlapMatrices(),
+    ...buildRoofline()];
   TRACES.forEach((t, ti) => {
     const first = t.defaults.first;
     drawn.push(first === undefined ? emptyGantt(ti) : drawGantt(ti, first, null));
