@@ -5,7 +5,7 @@ operators carry their shapes (the decode scenario with ``record_shapes``, tiled 
 
 Run by hand, never as a test. The trace is written once (cached under /tmp/tracekit-bench)
 and loaded in each fresh process; each process times ``analyze`` in full and, separately,
-the roofline's own stages (``tracekit.roofline.roofline`` and the ``efficiency`` rule) on
+the roofline's own stages (``tracekit.metrics.roofline.roofline`` and the ``efficiency`` rule) on
 the same rows. With ``--peer`` (a checkout of an older tracekit, without the roofline) the
 two checkouts' ``analyze`` alternate, process by process, and both medians are printed.
 """
@@ -51,7 +51,7 @@ t = time.perf_counter()
 analysis = tracekit.analyze(timeline)
 out = {{"analyze_s": time.perf_counter() - t, "rows": len(timeline)}}
 try:
-    from tracekit.roofline import roofline
+    from tracekit.metrics.roofline import roofline
     from tracekit.rules.efficiency import Efficiency
 except ImportError:
     roofline = None

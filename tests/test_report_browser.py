@@ -410,7 +410,8 @@ def test_roofline_chart_only_for_the_trace_with_shapes(opened: Opened, traces: l
     want = _drawable(demo)
     assert sum(len(x) for _, x, _ in drawn["points"]) == want.height > 0
     assert drawn["svg"] >= want.height and drawn["log"] == ["log", "log"]
-    assert drawn["roofs"] == []  # the demo names no device: no roofs, and says so
+    # the demo's chip is an Ascend 910B of no named variant: 910B2's roofs, and a warning
+    assert drawn["roofs"] and drawn["roofs"][0][0] == "HBM 1,600 GB/s"
     [warning] = demo.roofline.warnings
     assert f"⚠ {warning}" in page.inner_text("#roofline-card-1")
     assert opened.errors == []
@@ -420,7 +421,7 @@ def test_roofline_chart_of_the_shaped_fixture(browser: Any, tmp_path: Path) -> N
     """The fixture's nine operators on an H200: a point each at its hand-computed intensity
     and TFLOP/s, the HBM slope up to the ridge and the bf16, fp8 and vector roofs."""
     from fixtures.kineto_writer import write_kineto_json
-    from fixtures.shaped_ops import TORCH_OPS, TORCH_TRUTH, torch_events
+    from fixtures.shaped_ops import TORCH_NS, TORCH_OPS, TORCH_TRUTH, torch_events
     from tracekit.reports.format import fmt_ns
     from tracekit.reports.html import write_report
 
@@ -435,7 +436,8 @@ def test_roofline_chart_of_the_shaped_fixture(browser: Any, tmp_path: Path) -> N
     drawn = _roofline(page, 0)
     drawn_pairs = sorted((x, y) for _, xs, ys in drawn["points"] for x, y in zip(xs, ys))
     truth = sorted(
-        (t["flops"] / t["bytes"], t["flops"] / 15_000 / 1e3) for t in TORCH_TRUTH.values()
+        (t["flops"] / t["bytes"], t["flops"] / TORCH_NS.get(k, 15_000) / 1e3)
+        for k, t in TORCH_TRUTH.items()
     )
     assert len(drawn_pairs) == len(TORCH_OPS) == 9
     for (x, y), (want_x, want_y) in zip(drawn_pairs, truth):

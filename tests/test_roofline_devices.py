@@ -13,7 +13,7 @@ import pytest
 import tracekit
 from tests.conftest import one_line, real_file
 from tracekit.errors import TraceError
-from tracekit.roofline.devices import ANY, Device, devices_for, known_devices
+from tracekit.metrics.roofline.devices import ANY, Device, devices_for, known_devices
 
 if sys.version_info >= (3, 11):
     import tomllib

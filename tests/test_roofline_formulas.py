@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from tracekit.roofline.formulas.attention import causal_pairs
-from tracekit.roofline.formulas.base import Work
-from tracekit.roofline.formulas.inputs import ascend_shapes, torch_shapes
-from tracekit.roofline.formulas.registry import work_of, work_of_strict
+from tracekit.metrics.roofline.formulas.attention import causal_pairs
+from tracekit.metrics.roofline.formulas.base import Work
+from tracekit.metrics.roofline.formulas.inputs import ascend_shapes, torch_shapes
+from tracekit.metrics.roofline.formulas.registry import work_of, work_of_strict
 
 BF = "c10::BFloat16"
 F8 = "c10::Float8_e4m3fn"

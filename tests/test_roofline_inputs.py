@@ -9,9 +9,9 @@ import gzip
 import json
 
 from tests.conftest import real_file
-from tracekit.roofline.dtypes import canonical, from_code, itemsize
-from tracekit.roofline.formulas.inputs import ascend_shapes, torch_shapes
-from tracekit.roofline.formulas.registry import work_of_strict
+from tracekit.metrics.roofline.dtypes import canonical, from_code, itemsize
+from tracekit.metrics.roofline.formulas.inputs import ascend_shapes, torch_shapes
+from tracekit.metrics.roofline.formulas.registry import work_of_strict
 
 
 def test_canonical_dtypes_and_itemsizes() -> None:

@@ -10,7 +10,6 @@ from typing import Any
 
 import polars as pl
 
-from tracekit.roofline import Roofline
 from tracekit.stack import Stack
 from tracekit.steps.model import Steps
 
@@ -93,7 +92,7 @@ class Context:
     steps were found, and the collectives matched across ranks with their waits
     (:func:`tracekit.metrics.waits.collectives`), the ranks' clock offsets and the software
     ``stack`` the trace shows (advice names only what it holds) and its ``roofline`` (work
-    and bound of the rows with shapes: :mod:`tracekit.roofline`).
+    and bound of the rows with shapes: :mod:`tracekit.metrics.roofline`).
 
     A cluster merged from per-rank results has empty ``rows``, ``work``, ``in_windows`` and
     no ``steps``: rules that need rows return nothing there.
@@ -111,7 +110,8 @@ class Context:
     collectives: pl.DataFrame = field(default_factory=pl.DataFrame)
     clocks: pl.DataFrame = field(default_factory=pl.DataFrame)
     stack: Stack = field(default_factory=Stack)
-    roofline: Roofline = field(default_factory=Roofline)
+    # a tracekit.metrics.roofline.Roofline (metrics sit above this module: not imported)
+    roofline: Any = None
     memo: dict[Any, Any] = field(default_factory=dict)  # what several rules compute alike
 
     def shared(self, key: Any, make: Callable[[], Any]) -> Any:

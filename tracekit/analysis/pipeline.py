@@ -14,11 +14,11 @@ from tracekit.checks import run_checks
 from tracekit.checks.roofline import roofline_check
 from tracekit.metrics import MIN_BUBBLE_NS
 from tracekit.metrics.collectives import launches
+from tracekit.metrics.roofline import roofline, with_roofline
 from tracekit.metrics.steps import clipped, step_metrics
 from tracekit.metrics.stream_waits import stream_wait_totals, stream_waits
 from tracekit.metrics.waits import align, sync_waits
 from tracekit.model import Context, ordered, ranked
-from tracekit.roofline import roofline, with_roofline
 from tracekit.rules.registry import select
 from tracekit.stack import detect
 from tracekit.steps import Steps, assign, find_steps, infer_phases, review, windows

@@ -12,10 +12,10 @@ import polars as pl
 from tracekit.checks.capture import NAME as CAPTURE
 from tracekit.checks.capture import capture_note
 from tracekit.metrics.requests import request_latency, request_summary
+from tracekit.metrics.roofline import Roofline
 from tracekit.metrics.steps import clipped, phase_summary
 from tracekit.metrics.streams import pair_overlap, stream_busy
 from tracekit.model import Check, Finding
-from tracekit.roofline import Roofline
 from tracekit.stack import Stack
 from tracekit.steps import Steps
 from tracekit.steps.placement import placement_counts
@@ -35,7 +35,7 @@ class Analysis:
     ``clocks`` each rank's clock offset (:mod:`tracekit.metrics.clocks`); ``workload`` what
     the trace is and what one of its steps is (:mod:`tracekit.steps.workload`); ``stack``
     the software it shows (:mod:`tracekit.stack`); ``roofline`` the work, bound and headroom
-    of the rows whose shapes the trace recorded (:mod:`tracekit.roofline`).
+    of the rows whose shapes the trace recorded (:mod:`tracekit.metrics.roofline`).
     """
 
     timeline: Timeline

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from tracekit.metrics.roofline import Roofline
 from tracekit.model import Check, skipped
-from tracekit.roofline import Roofline
 
 NAME = "roofline.devices"
 # an operator faster than its bound by more than this is impossible: the device matched, its
@@ -26,22 +26,21 @@ def roofline_check(roof: Roofline) -> Check:
     ``pass`` naming the matched devices; ``skip`` when no row has shapes."""
     if not roof.shaped:
         return skipped(NAME, NO_SHAPES)
-    rows = roof.rows
-    time = rows["dur"].clip(0).sum() or 0
-    bounded = rows.filter(pl.col("bound_ns").is_not_null())
-    unmatched = int(time - (bounded["dur"].clip(0).sum() or 0))
+    ops = roof.operators
+    time = ops["time_ns"].sum() or 0
+    unbounded = ops.filter(pl.col("bound_ns").is_null())
+    unmatched = int(unbounded["time_ns"].sum() or 0)
     if roof.warnings:
         return Check(NAME, "warn", "; ".join(roof.warnings), expected=0, actual=unmatched)
-    loose = rows.filter(~pl.col("exact"))["dur"].clip(0).sum() or 0
+    loose = ops.filter(~pl.col("exact"))["time_ns"].sum() or 0
     names = sorted({d.name for d in roof.devices.values()})
-    detail = f"{rows.height:,} shaped device rows, bounds on {', '.join(names)}"
+    detail = f"{ops['rows'].sum():,} shaped device rows, bounds on {', '.join(names)}"
     if unmatched:
-        dtypes = rows.filter(pl.col("bound_ns").is_null())["dtype"].unique().sort()
+        dtypes = unbounded["dtype"].unique().sort()
         detail += (
             f"; {unmatched / time:.0%} of their time has no bound: the device table gives no"
             f" peak for {', '.join(d or '?' for d in dtypes.to_list())} there"
         )
-    ops = roof.operators
     fast = ops.filter(
         (pl.col("efficiency") > IMPOSSIBLE) & (pl.col("time_ns") >= MIN_IMPOSSIBLE_NS)
     ).sort("efficiency", descending=True)

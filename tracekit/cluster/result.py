@@ -14,7 +14,7 @@ from tracekit.cluster.part import CROSS_RANK_RULES, Part, Settings, drill_rows, 
 from tracekit.cluster.ranks import distinct_ranks
 from tracekit.metrics import KEY
 from tracekit.metrics.collectives import LAUNCH_COLUMNS
-from tracekit.metrics.columns import METRIC_COLUMNS
+from tracekit.metrics.columns import METRIC_COLUMNS, ROOFLINE_COLUMNS
 from tracekit.metrics.steps import phase_summary
 from tracekit.metrics.waits import align, stragglers, sync_waits
 from tracekit.model import QUIET, Check, Context, Finding, ordered, ranked
@@ -124,7 +124,7 @@ def merge(parts: list[Part], settings: Settings | None = None) -> ClusterAnalysi
             metrics.drop("sync_wait_ns")
             .join(waits, on=KEY, how="left")
             .with_columns(pl.col("sync_wait_ns").fill_null(0))
-            .select(METRIC_COLUMNS)
+            .select(*METRIC_COLUMNS, *(c for c in ROOFLINE_COLUMNS if c in metrics.columns))
             .sort(KEY)
         )
     meta = {**_cluster_meta(parts), "origin_ns": origin}

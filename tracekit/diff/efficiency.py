@@ -1,6 +1,6 @@
 """Efficiency changes between two sides, per operator family: the operators both sides ran
 with the same shapes (and dtype), their time per launch and their efficiency against each
-side's own roofline (:mod:`tracekit.roofline`). Same work, different time: a kernel got
+side's own roofline (:mod:`tracekit.metrics.roofline`). Same work, different time: a kernel got
 faster or slower, not the model."""
 
 from __future__ import annotations
@@ -18,16 +18,16 @@ SHAPES_KEPT = 5  # shapes listed per family, largest change first
 def _side(runs: list[Analysis]) -> pl.DataFrame:
     """Per (family, op, shapes, dtype) over a side's runs: launches, time, bound."""
     parts = [
-        r.roofline.rows.select(*KEY, "dur", "bound_ns")
+        r.roofline.operators.select(*KEY, "rows", "time_ns", "bound_ns")
         for r in runs
-        if r.roofline.rows.height and "bound_ns" in r.roofline.rows.columns
+        if r.roofline.shaped
     ]
     if not parts:
         return pl.DataFrame()
     rows = pl.concat(parts, how="vertical_relaxed")
     return rows.group_by(KEY).agg(
-        launches=pl.len(),
-        time_ns=pl.col("dur").clip(0).sum(),
+        launches=pl.col("rows").sum(),
+        time_ns=pl.col("time_ns").sum(),
         bound_ns=pl.when(pl.col("bound_ns").is_not_null().all()).then(pl.col("bound_ns").sum()),
     )
 

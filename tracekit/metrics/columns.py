@@ -35,6 +35,10 @@ METRIC_COLUMNS = (
 )
 
 
+# what the roofline adds per step (tracekit.metrics.roofline): not computed by step_metrics
+ROOFLINE_COLUMNS = ("roofline_ns", "shaped_share", "bound")
+
+
 class Label(NamedTuple):
     """How a column is shown: ``heading`` over a table column, ``text`` in a sentence."""
 
@@ -67,7 +71,7 @@ LABELS: dict[str, Label] = {
     "bubble_count": Label("bubble count", "idle bubble count"),
     "largest_bubble_ns": Label("largest bubble", "largest idle bubble"),
     "comm_bubble_ns": Label("comm bubbles", "communication-only stretches"),
-    # tracekit.roofline: the summed roofline bounds of the step's rows with shapes, their
+    # tracekit.metrics.roofline: the summed roofline bounds of the step's rows with shapes, their
     # share of the step's device time, and whether memory or compute bounds most of it
     "roofline_ns": Label("roofline", "roofline bound of the rows with shapes"),
     "shaped_share": Label("shaped", "share of device time with shapes"),

@@ -11,7 +11,10 @@ import re
 
 import polars as pl
 
-EXTERNAL_ID = r'"external_id":\s*(\d+)'
+# the Kineto parser writes an External id first in a row's args: anchored, a row without one
+# fails at its first characters instead of being scanned to its end
+EXTERNAL_ID = r'^\{"external_id":(\d+)'
+PREFIX = '{"external_id":'
 ASCEND_SHAPES = r'"input_shapes":\s*"([^"]*)"'
 
 
@@ -19,39 +22,86 @@ def _external_ids() -> pl.Expr:
     return pl.col("args").str.extract(EXTERNAL_ID).cast(pl.Int64)
 
 
-def launching_op_dims(rows: pl.DataFrame, wanted: pl.DataFrame) -> pl.DataFrame:
+def _ranked(ids: pl.Expr) -> pl.Expr:
+    """An id made unique across ranks, as one integer (single-column joins are the fast
+    ones): the rank above bit 44, the id (a correlation or External id) below it."""
+    return pl.col("rank").fill_null(-1).cast(pl.Int64) * 2**44 + ids
+
+
+INPUT_TEXTS = ("input_dims", "input_types", "concrete_inputs")
+SHAPES_SCHEMA = {"shape_id": pl.UInt32, **dict.fromkeys(INPUT_TEXTS, pl.String)}
+
+
+def launching_ops(rows: pl.DataFrame, wanted: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """For each device row of ``wanted`` (columns ``rank``, ``corr``, ``args``, in any
-    order): ``op``, ``input_dims``, ``input_types`` and ``concrete_inputs`` (JSON texts) of
-    the host operator that launched it and its External id ``op_ext``; null where the trace
-    recorded no shapes. One output row per input row, in order."""
-    texts = ("op", "input_dims", "input_types", "concrete_inputs")
+    order): ``op``, the name of the host operator that launched it, its External id
+    ``op_ext`` and ``shape_id``, the row of the second frame that holds its inputs'
+    ``input_dims``, ``input_types`` and ``concrete_inputs`` (JSON texts); nulls where the
+    trace recorded no shapes. The first frame has one row per input row, in order; the second
+    one row per distinct inputs (a few hundred where operators number millions: the JSON is
+    read once per distinct text, not per operator)."""
     empty = wanted.with_columns(
-        *(pl.lit(None, pl.String).alias(t) for t in texts), op_ext=pl.lit(None, pl.Int64)
-    ).select(*texts, "op_ext")
-    has_dims = pl.col("args").str.contains('"input_dims"', literal=True).fill_null(False)
-    ops = rows.filter((pl.col("kind") == "op") & has_dims)
+        op=pl.lit(None, pl.String).cast(pl.Categorical),
+        op_ext=pl.lit(None, pl.Int64),
+        shape_id=pl.lit(None, pl.UInt32),
+    ).select("op", "op_ext", "shape_id")
+    # args '{"external_id":N,"input_dims":…': the id before the inputs, read without a regex;
+    # the text from "input_dims" on is the same for every call with the same inputs
+    find = pl.col("args").str.find('"input_dims"', literal=True)
+    ops = rows.filter(pl.col("kind") == "op").select("rank", "name", "args", _at=find)
+    ops = ops.filter(pl.col("_at").is_not_null())
     if ops.height == 0 or wanted.height == 0:
-        return empty
+        return empty, pl.DataFrame(schema=SHAPES_SCHEMA)
+    at, args = pl.col("_at"), pl.col("args")
+    ext = args.str.slice(len(PREFIX), at - len(PREFIX) - 1).str.to_integer(strict=False)
+    ops = ops.with_columns(
+        _ext=pl.when(args.str.starts_with(PREFIX)).then(ext),
+        _hash=args.str.slice(at).hash(),  # distinct inputs by a 64-bit hash of their text
+    )
+    firsts = ops.unique("_hash", keep="first").select("_hash", _inputs=args.str.slice(at))
+    as_json = pl.concat_str(pl.lit("{"), "_inputs")
+    shapes = firsts.with_row_index("shape_id").select(
+        "shape_id", "_hash", *(as_json.str.json_path_match(f"$.{k}").alias(k) for k in INPUT_TEXTS)
+    )
     ops = ops.select(
-        "rank",
-        _ext=_external_ids(),
-        op=pl.col("name").cast(pl.String),
-        input_dims=pl.col("args").str.json_path_match("$.input_dims"),
-        input_types=pl.col("args").str.json_path_match("$.input_types"),
-        concrete_inputs=pl.col("args").str.json_path_match("$.concrete_inputs"),
-    ).unique(["rank", "_ext"], keep="first")
+        "_ext",
+        "_hash",
+        _key=_ranked(pl.col("_ext")),
+        op="name",  # categorical: cheap codes
+    ).join(shapes.select("_hash", "shape_id"), on="_hash")
+    # a runtime call's args hold its External id alone: read without a regex
+    call_ext = pl.col("args").str.strip_prefix(PREFIX).str.strip_suffix("}")
     calls = rows.filter((pl.col("kind") == "api") & pl.col("corr").is_not_null()).select(
-        "rank", "corr", _call_ext=_external_ids()
+        _corr=_ranked(pl.col("corr")), _call_ext=call_ext.str.to_integer(strict=False)
     )
-    calls = calls.filter(pl.col("_call_ext").is_not_null()).unique(["rank", "corr"])
-    found = (
-        wanted.select("rank", "corr", _own=_external_ids())
-        .join(calls, on=["rank", "corr"], how="left", maintain_order="left")
-        .with_columns(_ext=pl.coalesce("_own", "_call_ext"))
-        .join(ops, on=["rank", "_ext"], how="left", maintain_order="left")
-    )
+    calls = calls.filter(pl.col("_call_ext").is_not_null())
+    # a kernel's own External id where the trace writes one (newer Kineto), else its call's
+    has_own = wanted["args"].str.starts_with(PREFIX).any()
+    own = _external_ids() if has_own else pl.lit(None, pl.Int64)
+    keyed = wanted.select("rank", _corr=_ranked(pl.col("corr")), _own=own)
+    found = _linked(keyed, calls, ops)
+    if found.height != keyed.height:  # ids repeated (processes whose ids collide): first wins
+        found = _linked(keyed, calls.unique("_corr", keep="first"), ops.unique("_key"))
     ext = pl.when(pl.col("op").is_not_null()).then("_ext")
-    return found.select(*texts, op_ext=ext)
+    return found.select("op", op_ext=ext, shape_id="shape_id"), shapes.drop("_hash")
+
+
+def _linked(keyed: pl.DataFrame, calls: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
+    """Each device row's launch call (by correlation id), then the operator of the row's
+    own External id or else its call's."""
+    return (
+        keyed.join(calls, on="_corr", how="left", maintain_order="left")
+        .with_columns(_key=_ranked(pl.coalesce("_own", "_call_ext")))
+        .join(ops, on="_key", how="left", maintain_order="left")
+    )
+
+
+def launching_op_dims(rows: pl.DataFrame, wanted: pl.DataFrame) -> pl.DataFrame:
+    """:func:`launching_ops` with the inputs' texts on every row: ``op``, ``input_dims``,
+    ``input_types``, ``concrete_inputs`` and ``op_ext``, one row per row of ``wanted``."""
+    found, shapes = launching_ops(rows, wanted)
+    found = found.join(shapes, on="shape_id", how="left", maintain_order="left")
+    return found.select(pl.col("op").cast(pl.String), *INPUT_TEXTS, "op_ext")
 
 
 # PyTorch operators whose first input is the bias added to the product (addmm(bias, mat1,

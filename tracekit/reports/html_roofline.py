@@ -1,7 +1,7 @@
 """The roofline chart's part of the HTML report payload (``templates/report.js`` draws it).
 
 Per trace with shapes: one point per operator, shapes and device of the roofline (the first
-:data:`tracekit.roofline.export.MAX_OPERATORS` by headroom) with its arithmetic intensity
+:data:`tracekit.metrics.roofline.export.MAX_OPERATORS` by headroom) with its arithmetic intensity
 (FLOP/byte) and achieved TFLOP/s, drawn log-log; the roofs of each device table entry its
 operators ran on (the HBM bandwidth slope and one flat roof per compute peak the operators'
 bounds used); the roofline's warnings. Operators without FLOPs (copies) or without time have

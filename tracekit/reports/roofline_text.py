@@ -1,7 +1,8 @@
-"""The roofline section of the terminal and Markdown reports, from ``Analysis.to_dict()
-["roofline"]`` (:mod:`tracekit.roofline.export`): the devices matched with their bf16 peak and
-HBM bandwidth, the roofline's warnings, the time per operator family against its bound, and
-the top operators by headroom. Nothing at all for a trace without shapes.
+"""The roofline section of the terminal and Markdown reports, from
+``Analysis.to_dict()["roofline"]`` (:mod:`tracekit.metrics.roofline.export`): the devices
+matched with their bf16 peak and HBM bandwidth, the roofline's warnings, the time per
+operator family against its bound, and the top operators by headroom. Nothing at all for a
+trace without shapes.
 
 Operator names and shapes come from the trace: the terminal writes them through
 :func:`printable` into plain ``Text`` cells, Markdown through the caller's escaping helper."""

@@ -33,7 +33,7 @@ class Efficiency(Rule):
     and operator (``gemm: aten::mm``) whose time above its roofline bound is large.
 
     Every device row whose launching operator's shapes are in the trace has FLOPs and minimum
-    bytes from a documented formula (:mod:`tracekit.roofline.formulas`) and, on a device of
+    bytes from a documented formula (:mod:`tracekit.metrics.roofline.formulas`) and, on a device of
     ``tracekit/data/devices.toml``, a roofline bound ``max(FLOPs / peak of its dtype, bytes /
     HBM bandwidth)``. Per step the rule sums each operator's time, bound and headroom
     (time - bound) and reports the operators whose headroom reaches ``report_share`` of a
@@ -70,38 +70,48 @@ class Efficiency(Rule):
 
     def run(self, ctx: Context) -> list[Finding]:
         """One finding per (family, operator) with a large headroom."""
-        rows = ctx.roofline.rows
-        if rows.height == 0 or "step" not in rows.columns:
+        roof = ctx.roofline
+        if roof is None or not roof.shaped:  # None: a cluster merged from per-rank results
             return []
-        rows = rows.filter(pl.col("step").is_not_null() & pl.col("bound_ns").is_not_null())
+        patterns = roof.combos.select(
+            "combo", "dtype", pattern=pl.format("{}: {}", "family", "op")
+        ).with_columns(_pattern=pl.col("pattern").rank("dense").cast(pl.UInt32))
+        rows = roof.bounded.filter(
+            pl.col("step").is_not_null() & pl.col("bound_ns").is_not_null()
+        ).join(patterns.select("combo", "_pattern"), on="combo")
         if rows.height == 0:
             return []
-        obs = self._observations(ctx, rows)
+        names = patterns.group_by("_pattern").agg(
+            pl.col("pattern").first(), dtype=pl.col("dtype").mode().first()
+        )
+        obs = self._observations(ctx, rows, names)
         table = summarise(obs, STATS, step_time(ctx))
         table = table.filter(
             (pl.col("impact_ns") > 0)
             & (pl.col("step_share_max") >= self.opts["report_share"])
             & (pl.col("efficiency_median") < self.opts["max_efficiency"])
         )
-        totals = self._totals(rows)
+        totals = self._totals(obs, roof.operators).join(
+            names.select("pattern", "dtype"), on="pattern", how="left"
+        )
         table = table.join(totals, on="pattern", how="left", maintain_order="left")
         return findings(self, ctx, table, self._describe, STATS)
 
     @staticmethod
-    def _observations(ctx: Context, rows: pl.DataFrame) -> pl.DataFrame:
-        """One row per (pattern, rank, device, step): time, bound, headroom, efficiency,
-        achieved TFLOP/s and GB/s, and the headroom's share of the step."""
-        rows = rows.with_columns(pattern=pl.format("{}: {}", "family", "op"))
-        grouped = rows.group_by("pattern", *KEY).agg(
+    def _observations(ctx: Context, rows: pl.DataFrame, names: pl.DataFrame) -> pl.DataFrame:
+        """One row per (pattern, rank, device, step): time, bound (and the part of it limited
+        by memory), headroom, efficiency, achieved TFLOP/s and GB/s, and the headroom's share
+        of the step. Grouped by integer ids: the pattern texts join the few groups after."""
+        memory = pl.col("memory_ns") >= pl.col("compute_ns").fill_null(0)
+        grouped = rows.group_by("_pattern", *KEY).agg(
             time_ns=pl.col("dur").clip(0).sum(),
             bound_ns=pl.col("bound_ns").sum(),
+            memory_bound_ns=pl.col("bound_ns").filter(memory).sum(),
             flops=pl.col("flops").sum(),
             bytes=pl.col("bytes").sum(),
-            family=pl.col("family").first(),
-            op=pl.col("op").first(),
             launches=pl.len(),
-            exact=pl.col("exact").all(),
         )
+        grouped = grouped.join(names.select("_pattern", "pattern"), on="_pattern").drop("_pattern")
         per_ns = pl.when(pl.col("time_ns") > 0)
         grouped = grouped.with_columns(
             impact_ns=(pl.col("time_ns") - pl.col("bound_ns")).clip(0).round(0).cast(pl.Int64),
@@ -115,18 +125,26 @@ class Efficiency(Rule):
         return grouped.with_columns(step_share=share).drop("_step_ns")
 
     @staticmethod
-    def _totals(rows: pl.DataFrame) -> pl.DataFrame:
-        """Per pattern over the trace: time, bound, what limits it, and its shapes with the
-        most headroom (each with launches, time, efficiency and kernels)."""
-        rows = rows.with_columns(pattern=pl.format("{}: {}", "family", "op"))
-        memory = pl.col("memory_ns") >= pl.col("compute_ns").fill_null(0)
+    def _totals(obs: pl.DataFrame, operators: pl.DataFrame) -> pl.DataFrame:
+        """Per pattern over its steps: time, bound, the share of the bound limited by memory;
+        and over the trace, whether its work is exact, its family and op, and its shapes
+        with the most headroom (each with launches, time, efficiency and kernels)."""
+        totals = obs.group_by("pattern").agg(
+            total_ns=pl.col("time_ns").sum(),
+            total_bound_ns=pl.col("bound_ns").sum(),
+            memory_share=pl.col("memory_bound_ns").sum() / pl.col("bound_ns").sum(),
+        )
+        ops = operators.with_columns(pattern=pl.format("{}: {}", "family", "op"))
         per_shape = (
-            rows.group_by("pattern", "shapes")
+            ops.group_by("pattern", "shapes")
             .agg(
-                launches=pl.len(),
-                time_ns=pl.col("dur").clip(0).sum(),
+                launches=pl.col("rows").sum(),
+                time_ns=pl.col("time_ns").sum(),
                 bound_ns=pl.col("bound_ns").sum(),
-                kernels=pl.col("name").cast(pl.String).unique(maintain_order=True).head(2),
+                kernels=pl.col("kernels")
+                .list.explode(keep_nulls=False, empty_as_null=False)
+                .unique(maintain_order=True)
+                .head(2),
             )
             .with_columns(
                 efficiency=pl.when(pl.col("time_ns") > 0).then(
@@ -141,14 +159,10 @@ class Efficiency(Rule):
                 SHAPES_KEPT
             )
         )
-        totals = rows.group_by("pattern").agg(
-            total_ns=pl.col("dur").clip(0).sum(),
-            total_bound_ns=pl.col("bound_ns").sum(),
-            memory_share=pl.col("bound_ns").filter(memory).sum() / pl.col("bound_ns").sum(),
-            total_exact=pl.col("exact").all(),
-            dtype=pl.col("dtype").mode().first(),
+        kinds = ops.group_by("pattern").agg(
+            pl.col("family").first(), pl.col("op").first(), total_exact=pl.col("exact").all()
         )
-        return totals.join(shapes, on="pattern", how="left")
+        return totals.join(kinds, on="pattern", how="left").join(shapes, on="pattern", how="left")
 
     def _describe(self, row: dict[str, Any]) -> dict[str, Any]:
         family, op = row["family"], row["op"]

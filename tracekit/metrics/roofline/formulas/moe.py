@@ -13,8 +13,8 @@ antiquant_scale, antiquant_offset, group_list)."""
 
 from __future__ import annotations
 
-from tracekit.roofline.dtypes import from_code
-from tracekit.roofline.formulas.base import (
+from tracekit.metrics.roofline.dtypes import from_code
+from tracekit.metrics.roofline.formulas.base import (
     Shapes,
     Work,
     all_bytes,

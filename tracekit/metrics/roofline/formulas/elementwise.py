@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import math
 
-from tracekit.roofline.dtypes import from_code
-from tracekit.roofline.formulas.base import (
+from tracekit.metrics.roofline.dtypes import from_code
+from tracekit.metrics.roofline.formulas.base import (
     Shapes,
     Work,
     all_bytes,

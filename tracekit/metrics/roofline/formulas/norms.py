@@ -18,7 +18,7 @@ Swish, Gelu, FastGelu."""
 
 from __future__ import annotations
 
-from tracekit.roofline.formulas.base import (
+from tracekit.metrics.roofline.formulas.base import (
     Shapes,
     Work,
     all_bytes,

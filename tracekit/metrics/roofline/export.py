@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from tracekit.roofline.devices import ANY, Device
+from tracekit.metrics.roofline.devices import ANY, Device
 
 MAX_OPERATORS = 200  # operators written out, largest headroom first
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from tracekit.roofline.dtypes import FLOATS, itemsize
+from tracekit.metrics.roofline.dtypes import FLOATS, itemsize
 
 Shape = tuple[int, ...]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from tracekit.roofline.formulas import attention, elementwise, gemm, moe, norms
-from tracekit.roofline.formulas.base import Shapes, Work
+from tracekit.metrics.roofline.formulas import attention, elementwise, gemm, moe, norms
+from tracekit.metrics.roofline.formulas.base import Shapes, Work
 
 Formula = Callable[[Shapes], "Work | None"]
 

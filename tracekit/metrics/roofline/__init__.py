@@ -5,30 +5,34 @@ roofline per row, per operator and per step (:mod:`.bounds`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import polars as pl
 
-from tracekit.roofline.bounds import operators, step_roofline, with_bounds
-from tracekit.roofline.devices import Device, devices_for
-from tracekit.roofline.rows import shaped_rows
+from tracekit.metrics.columns import ROOFLINE_COLUMNS
+from tracekit.metrics.roofline.bounds import bounded_rows, operators, step_roofline
+from tracekit.metrics.roofline.devices import Device, devices_for
+from tracekit.metrics.roofline.export import roofline_record
+from tracekit.metrics.roofline.rows import COMBO_SCHEMA, shaped
 
-# the per-row columns kept for the rules and reports
-ROW_COLUMNS = (
-    "rank", "device", "step", "stream", "name", "dur", "category", "op", "shapes", "family",
-    "dtype", "flops", "bytes", "exact", "compute_ns", "memory_ns", "bound_ns",
-)  # fmt: skip
-STEP_COLUMNS = ("roofline_ns", "shaped_share", "bound")
+STEP_COLUMNS = ROOFLINE_COLUMNS
+# what every shaped row carries from its combination in :attr:`Roofline.rows`
+ROW_ATTRIBUTES = ("op", "shapes", "family", "dtype", "matrix", "exact")
 
 
 @dataclass
 class Roofline:
-    """The roofline of one timeline: ``rows`` (the device rows with shapes and work, with
-    their bound), ``operators`` (per operator, shapes and device; :func:`.bounds.operators`),
-    ``steps`` (per step :data:`STEP_COLUMNS`), the ``devices`` matched per device index and
-    ``warnings`` (devices with no entry, no shapes at all)."""
+    """The roofline of one timeline: ``bounded`` (per device row with work from its shapes:
+    its place, time, ``combo`` and its share of the combination's FLOPs, bytes and bounds;
+    :func:`.bounds.bounded_rows`), ``combos`` (per distinct operator and shapes: op, shapes
+    as text, family, dtype, exact …; :func:`.rows.shaped`), ``operators`` (per operator,
+    shapes and device; :func:`.bounds.operators`), ``steps`` (per step
+    :data:`STEP_COLUMNS`), the ``devices`` matched per device index and ``warnings``
+    (devices with no entry)."""
 
-    rows: pl.DataFrame = field(default_factory=pl.DataFrame)
+    bounded: pl.DataFrame = field(default_factory=pl.DataFrame)
+    combos: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=COMBO_SCHEMA))
     operators: pl.DataFrame = field(default_factory=pl.DataFrame)
     steps: pl.DataFrame = field(default_factory=pl.DataFrame)
     devices: dict[int, Device] = field(default_factory=dict)
@@ -37,14 +41,21 @@ class Roofline:
     @property
     def shaped(self) -> bool:
         """Whether any device row has work from its shapes."""
-        return self.rows.height > 0
+        return self.bounded.height > 0
+
+    @cached_property
+    def rows(self) -> pl.DataFrame:
+        """``bounded`` with each row's :data:`ROW_ATTRIBUTES` (made on first use: at millions
+        of rows the texts cost more than everything else here)."""
+        if not self.shaped:
+            return pl.DataFrame()
+        attributes = self.combos.select("combo", *ROW_ATTRIBUTES)
+        return self.bounded.join(attributes, on="combo", how="left", maintain_order="left")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready records (:func:`.export.roofline_record`): the devices with their
         figures and roofs, warnings, per-family totals and the operators by headroom
         (capped, the count left out said)."""
-        from tracekit.roofline.export import roofline_record
-
         return roofline_record(self.operators, self.devices, self.warnings)
 
 
@@ -54,16 +65,13 @@ def roofline(
     """The :class:`Roofline` of a timeline's classified ``rows`` and placed ``work`` rows;
     ``device`` names a table entry (or a TOML file of entries) for every device instead of
     matching their names."""
-    shaped = shaped_rows(rows, work)
-    has_work = shaped.filter(pl.col("flops").is_not_null())
-    if has_work.height == 0:
+    hits, combos = shaped(rows, work)
+    if hits.height == 0:
         return Roofline()
     devices, warnings = devices_for(meta, device)
-    bounded = with_bounds(shaped, devices)
-    steps = step_roofline(bounded)
-    bounded = bounded.filter(pl.col("flops").is_not_null())
-    kept = [c for c in ROW_COLUMNS if c in bounded.columns]
-    return Roofline(bounded.select(kept), operators(bounded), steps, devices, warnings)
+    bounded = bounded_rows(hits, combos, work, devices)
+    steps = step_roofline(bounded, work)
+    return Roofline(bounded, combos, operators(bounded, combos), steps, devices, warnings)
 
 
 def with_roofline(metrics: pl.DataFrame, roof: Roofline) -> pl.DataFrame:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tracekit.roofline.dtypes import canonical
-from tracekit.roofline.formulas.base import Shape, Shapes
+from tracekit.metrics.roofline.dtypes import canonical
+from tracekit.metrics.roofline.formulas.base import Shape, Shapes
 
 _NOT_TENSOR = {"Scalar", "ScalarList", "TensorList", "GenericList", "", "None"}
 # C++ types Kineto writes for plain number arguments (``mul(x, 0.5)``: "double", dims [])

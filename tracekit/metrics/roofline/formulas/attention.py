@@ -17,7 +17,7 @@ aclnnPromptFlashAttention, aclnnIncreFlashAttention, aclnnFusedInferAttentionSco
 
 from __future__ import annotations
 
-from tracekit.roofline.formulas.base import (
+from tracekit.metrics.roofline.formulas.base import (
     Shape,
     Shapes,
     Work,
