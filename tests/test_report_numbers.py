@@ -140,7 +140,7 @@ def test_overlap_matrix_sums_the_stream_tables(payload: dict, analyses: list) ->
 
 
 def _cell(key: str, value: object) -> str:
-    if key == "comm_overlap_ratio":
+    if key in ("comm_overlap_ratio", "shaped_share"):
         return fmt_pct(value)  # type: ignore[arg-type]
     return fmt_ns(value) if key.endswith("_ns") or key == "dur" else str(value)  # type: ignore[arg-type]
 
