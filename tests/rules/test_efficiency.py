@@ -55,3 +55,16 @@ def test_no_shapes_no_finding(tmp_path: Path) -> None:
     analysis = tracekit.analyze(tracekit.load(write_kineto_json(events, tmp_path / "t.json")))
     assert analysis.roofline.rows.height == 0
     assert not [f for f in analysis.findings if f.rule == "efficiency"]
+
+
+def test_a_launch_whose_bound_is_under_a_microsecond_is_latency_bound(tmp_path: Path) -> None:
+    """_C::rms_norm [64, 7168] moves 1.85 MB: 385 ns at 4.8 TB/s, less than a kernel's launch
+    and start-up cost; the decode GEMM's 6.4 µs are bandwidth."""
+    ops = _analysed(tmp_path, 15_000).roofline.operators
+    limits = dict(ops.select("op", "limit").iter_rows())
+    assert (
+        TORCH_TRUTH["rms_norm"]["bytes"] / H200_GBPS
+        < 1_000
+        < TORCH_TRUTH["mm"]["bytes"] / H200_GBPS
+    )
+    assert limits["_C::rms_norm"] == "latency" and limits["aten::mm"] == "memory"

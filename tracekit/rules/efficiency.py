@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import polars as pl
 
 from tracekit.metrics import KEY
+from tracekit.metrics.roofline.bounds import LATENCY_NS
 from tracekit.model import Context, Finding
 from tracekit.rules.base import Rule
 from tracekit.rules.patterns import PATTERN_HELP, PATTERN_OPTIONS, findings, step_time, summarise
@@ -159,15 +160,22 @@ class Efficiency(Rule):
                 SHAPES_KEPT
             )
         )
+        latency = pl.col("time_ns").filter(pl.col("limit") == "latency").sum()
         kinds = ops.group_by("pattern").agg(
-            pl.col("family").first(), pl.col("op").first(), total_exact=pl.col("exact").all()
+            pl.col("family").first(),
+            pl.col("op").first(),
+            total_exact=pl.col("exact").all(),
+            latency_share=latency / pl.col("time_ns").sum(),
         )
         return totals.join(kinds, on="pattern", how="left").join(shapes, on="pattern", how="left")
 
     def _describe(self, row: dict[str, Any]) -> dict[str, Any]:
         family, op = row["family"], row["op"]
         memory = (row["memory_share"] or 0) >= 0.5
+        launch_bound = (row["latency_share"] or 0) >= 0.5
         limit = "memory-bound" if memory else "compute-bound"
+        if launch_bound:
+            limit = f"latency-bound: each launch's bound is under {LATENCY_NS / 1e3:g} µs"
         total, bound = row["total_ns"], row["total_bound_ns"]
         eff = bound / total if total else None
         loose = (
@@ -192,7 +200,7 @@ class Efficiency(Rule):
             f"{row['worst_ns']:,} ns above the bound ({row['tflops']:.1f} TFLOP/s, "
             f"{row['gbps']:.0f} GB/s). Shapes with the most headroom: {shown}"
         )
-        kind = _KINDS.get(family, "vector")
+        kind = "latency" if launch_bound else _KINDS.get(family, "vector")
         if kind in ("gemm", "grouped_gemm", "attention"):
             kind = f"{kind}_{'memory' if memory else 'compute'}"
         return {

@@ -23,6 +23,10 @@ LIMIT_SCHEMA = {
     "peak_tflops": pl.Float64(),
     "hbm_gbps": pl.Float64(),
 }
+# An operator whose bound per launch is under this moves too little data for bandwidth or
+# throughput to set its time: a kernel's launch and fixed start-up cost a few µs on current
+# GPUs and NPUs, so its limit is latency, and its efficiency says nothing about its kernel.
+LATENCY_NS = 1_000
 WORK_COLUMNS = ("rank", "device", "step", "stream", "name", "dur", "category")
 SCALED = ("flops", "bytes", "compute_ns", "memory_ns", "bound_ns")
 
@@ -115,7 +119,8 @@ def step_roofline(rows: pl.DataFrame, work: pl.DataFrame) -> pl.DataFrame:
 def operators(rows: pl.DataFrame, combos: pl.DataFrame) -> pl.DataFrame:
     """Per operator, shapes and device: launches (``rows``), time, FLOPs, bytes and the
     roofline numbers (achieved ``tflops`` and ``gbps``, ``intensity`` in FLOP/byte,
-    ``bound_ns``, ``efficiency`` = bound / time, ``headroom_ns`` = time - bound, ``limit``),
+    ``bound_ns``, ``efficiency`` = bound / time, ``headroom_ns`` = time - bound, ``limit``:
+    memory, compute, or latency where a launch's bound is under :data:`LATENCY_NS`),
     the kernels it ran and its steps; largest headroom first."""
     grouped = (
         rows.group_by("combo", "device")
@@ -135,18 +140,24 @@ def operators(rows: pl.DataFrame, combos: pl.DataFrame) -> pl.DataFrame:
     attributes = combos.select("combo", "op", "family", "shapes", "dtype", "exact", "note")
     grouped = grouped.join(attributes, on="combo")
     per_ns = pl.when(pl.col("time_ns") > 0)
-    return grouped.with_columns(
-        tflops=per_ns.then(pl.col("flops") / pl.col("time_ns") / 1e3),
-        gbps=per_ns.then(pl.col("bytes") / pl.col("time_ns")),
-        intensity=pl.when(pl.col("bytes") > 0).then(pl.col("flops") / pl.col("bytes")),
-        efficiency=per_ns.then(pl.col("bound_ns") / pl.col("time_ns")),
-        headroom_ns=(pl.col("time_ns") - pl.col("bound_ns")).clip(0),
-        limit=pl.when(pl.col("bound_ns").is_null())
-        .then(None)
-        .when(pl.col("memory_ns") >= pl.col("compute_ns"))
-        .then(pl.lit("memory"))
-        .otherwise(pl.lit("compute")),
-    ).sort(  # the combination's id (from its texts) last: equal shown texts, one order
-        ["headroom_ns", "time_ns", "op", "shapes", "device", "combo"],
-        descending=[True, True, False, False, False, False],
-    ).drop("combo")
+    return (
+        grouped.with_columns(
+            tflops=per_ns.then(pl.col("flops") / pl.col("time_ns") / 1e3),
+            gbps=per_ns.then(pl.col("bytes") / pl.col("time_ns")),
+            intensity=pl.when(pl.col("bytes") > 0).then(pl.col("flops") / pl.col("bytes")),
+            efficiency=per_ns.then(pl.col("bound_ns") / pl.col("time_ns")),
+            headroom_ns=(pl.col("time_ns") - pl.col("bound_ns")).clip(0),
+            limit=pl.when(pl.col("bound_ns").is_null())
+            .then(None)
+            .when(pl.col("bound_ns") < LATENCY_NS * pl.col("rows"))
+            .then(pl.lit("latency"))
+            .when(pl.col("memory_ns") >= pl.col("compute_ns"))
+            .then(pl.lit("memory"))
+            .otherwise(pl.lit("compute")),
+        )
+        .sort(  # the combination's id (from its texts) last: equal shown texts, one order
+            ["headroom_ns", "time_ns", "op", "shapes", "device", "combo"],
+            descending=[True, True, False, False, False, False],
+        )
+        .drop("combo")
+    )
