@@ -179,19 +179,26 @@ def ascend_matmul(s: Shapes) -> Work | None:
     may be stored transposed (``"32,9216;4096,9216;4096"`` -> ``"32,4096"`` is
     ``x[32,9216] @ W^T``), so m, n come from the OUTPUT shape and k is A's other dim, checked
     against B. batch = prod(out[:-2]). A bias (third input with dims) adds ``m*n`` per batch."""
+    found = _ascend_mnk(s)
+    if found is None:
+        return None
+    m, n, k, batch = found
+    bias = bool(shape(s, 2))
+    return _work(
+        s, m, n, k, batch, all_bytes(s), 0.0, math_dtype(dtype(s, 0), dtype(s, 1)), bias=bias
+    )
+
+
+def _ascend_mnk(s: Shapes) -> tuple[int, int, int, int] | None:
+    """(m, n, k, batch) of an Ascend matmul: m, n and the batch from its output, k the
+    dimension of its first input that is not m, checked against the second input."""
     a, b = shape(s, 0), shape(s, 1)
     out = s.outputs[0] if s.outputs else None
     if a is None or b is None or not out or len(out) < 2:
         return None
     m, n = out[-2], out[-1]
     k = _ascend_k(a, m, n, b)
-    if k is None:
-        return None
-    batch = numel(out[:-2])
-    bias = bool(shape(s, 2))
-    return _work(
-        s, m, n, k, batch, all_bytes(s), 0.0, math_dtype(dtype(s, 0), dtype(s, 1)), bias=bias
-    )
+    return None if k is None else (m, n, k, numel(out[:-2]))
 
 
 def ascend_quant_matmul(s: Shapes) -> Work | None:
@@ -202,16 +209,12 @@ def ascend_quant_matmul(s: Shapes) -> Work | None:
     at its own itemsize, int4 = 0.5) + the output. Math dtype: the wider operand (bf16 for
     weight-only quantisation, int8/fp8 for W8A8). A bias add is not counted (its position
     varies by version). An int4 weight packed as INT32 does not fit the check: None."""
-    a, b = shape(s, 0), shape(s, 1)
-    out = s.outputs[0] if s.outputs else None
-    if a is None or b is None or not out or len(out) < 2:
+    found = _ascend_mnk(s)
+    if found is None:
         return None
-    m, n = out[-2], out[-1]
-    k = _ascend_k(a, m, n, b)
-    if k is None:
-        return None
+    m, n, k, batch = found
     math = math_dtype(dtype(s, 0), dtype(s, 1))
-    return _work(s, m, n, k, numel(out[:-2]), all_bytes(s), 0.0, math, note="quantised GEMM")
+    return _work(s, m, n, k, batch, all_bytes(s), 0.0, math, note="quantised GEMM")
 
 
 def gemm_flops(m: int, n: int, k: int) -> float:
