@@ -366,3 +366,14 @@ def test_device_is_frozen() -> None:
     with pytest.raises(AttributeError):
         BY_ID["h100-sxm"].hbm_gbps = 1  # type: ignore[misc]
     assert isinstance(BY_ID["h100-sxm"], Device)
+
+
+def test_every_peak_is_in_tflops_not_pflops_or_tops_per_mille() -> None:
+    """Every figure is TFLOP/s (TOP/s for int8): none below 1 (B300's INT8, cut to 187.5 TOPS
+    dense, is the lowest matrix figure of a current part), none above 25,000 (GB300's FP4
+    sparse is 20,000)."""
+    for d in known_devices():
+        for table in (d.tflops, d.sparse_tflops):
+            for dtype, value in table.items():
+                assert 1 <= value <= 25_000, (d.id, dtype, value)
+    assert BY_ID["b300"].tflops["int8"] == 187.5 and BY_ID["gb300"].tflops["int8"] == 160

@@ -294,3 +294,19 @@ def test_elementwise_memory_embedding_sampling() -> None:
 def test_no_formula_or_misfit_gives_none(op: str, dims: list, types: list) -> None:
     shapes = torch_shapes(op, json.dumps(dims), json.dumps(types), None)
     assert shapes is not None and work_of(shapes) is None
+
+
+def test_fp4_scaled_mm_unpacks_k_from_its_packed_operands() -> None:
+    """NVFP4 ``_scaled_mm``: A [64, 7168/2] and mat2 [7168/2, 2048] hold two fp4 values per
+    byte along K; e8m0 block scales (one per 16 values); bf16 out (ScalarType 15)."""
+    s = torch_shapes(
+        "aten::_scaled_mm",
+        "[[64,3584],[3584,2048],[64,448],[2048,448],[],[],[],[]]",
+        '["c10::Float4_e2m1fn_x2","c10::Float4_e2m1fn_x2","c10::Float8_e8m0fnu",'
+        '"c10::Float8_e8m0fnu","","","Scalar","Scalar"]',
+        '["","","","","","","15","False"]',
+    )
+    work = work_of_strict(s)
+    assert work is not None and (work.family, work.dtype) == ("gemm", "fp4")
+    assert work.flops == 2 * 64 * 7168 * 2048
+    assert work.bytes == 64 * 7168 / 2 + 7168 * 2048 / 2 + 64 * 448 + 2048 * 448 + 64 * 2048 * 2

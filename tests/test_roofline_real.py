@@ -11,6 +11,7 @@ import pytest
 
 import tracekit
 from tests.conftest import real_root
+from tracekit.reports.html import payload
 
 NPU = "ascend/msinsight_torchnpu_910B_2rank/text/level1/rank0_ascend_pt"
 SHAPED = [
@@ -67,3 +68,14 @@ def test_every_shaped_real_sample_runs_within_its_roofline_or_says_so(relative: 
         assert "names no variant" in check.detail and "ran faster than" in check.detail
     else:
         assert ops["efficiency"].max() <= 1.0 and check.status == "pass"
+    # copies to or from the host cross a link, not HBM: never bounded by it
+    copies = analysis.roofline.rows.filter(pl.col("name").cast(pl.String).str.contains("Memcpy"))
+    assert copies.filter(~pl.col("name").cast(pl.String).str.contains("DtoD")).height == 0
+
+
+def test_the_chart_draws_the_roofs_of_the_one_model_a_trace_names() -> None:
+    """The MI300X Qwen trace lists device 0 in deviceProperties and runs its kernels on
+    device 2: the chart still draws the MI300X's roofs for them."""
+    analysis = tracekit.analyze(tracekit.load(_path(SHAPED[1])))
+    [part] = payload([analysis])["traces"][0]["roofline"]["parts"]
+    assert part["hbm_gbps"] == 5300 and part["devices"] == [2] and part["roofs"]

@@ -44,7 +44,7 @@ def test_gemm_flops_equal_and_tflops_within_one_percent(
 ) -> None:
     gflop, launches, kernel_us, tflops = TRACELENS_GEMMS[(op, shapes)]
     [row] = operators.filter((pl.col("op") == op) & (pl.col("shapes") == shapes)).to_dicts()
-    assert row["family"] == "gemm"
+    assert row["family"] == "gemm" and row["launches"] == launches  # calls, not device rows
     assert row["flops"] == pytest.approx(gflop * 1e9 * launches, rel=1e-12)  # equal FLOPs
     assert row["time_ns"] == pytest.approx(kernel_us * 1e3, abs=launches)  # ns-rounded sums
     assert row["tflops"] == pytest.approx(tflops, rel=0.01)

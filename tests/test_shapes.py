@@ -51,3 +51,35 @@ def test_kineto_input_dims_reach_the_gemm_kernels() -> None:
         "[[8944,2816],[2816,1024]]",
     ]
     assert {matmul_shape(None, d) for d in mm} == {(8944, 1024), (8944, 2816)}
+
+
+def test_external_ids_are_per_process() -> None:
+    """Two processes of one rank both number an operator External id 1: each kernel gets
+    the shapes of the operator its own process's launch call names, run after run."""
+
+    def op(pid: int, dims: str) -> dict:
+        args = f'{{"external_id":1,"input_dims":{dims},"input_types":["float","float"]}}'
+        return {"kind": "op", "name": "aten::mm", "rank": 0, "pid": pid, "corr": None,
+                "args": args}  # fmt: skip
+
+    def call(pid: int, corr: int) -> dict:
+        return {"kind": "api", "name": "cudaLaunchKernel", "rank": 0, "pid": pid, "corr": corr,
+                "args": '{"external_id":1}'}  # fmt: skip
+
+    schema = {"kind": pl.String, "name": pl.Categorical, "rank": pl.Int32, "pid": pl.Int64,
+              "corr": pl.Int64, "args": pl.String}  # fmt: skip
+    rows = pl.DataFrame(
+        [op(1, "[[8192,4096],[4096,4096]]"), op(2, "[[16,4096],[4096,4096]]"),
+         call(1, 7), call(2, 8)], schema=schema, orient="row",
+    )  # fmt: skip
+    kernels = pl.DataFrame(
+        {"rank": [0, 0], "corr": [7, 8], "args": ["{}", "{}"]},
+        schema={"rank": pl.Int32, "corr": pl.Int64, "args": pl.String},
+    )
+    for _ in range(5):
+        found = launching_op_dims(rows, kernels)
+        assert found["input_dims"].to_list() == [
+            "[[8192,4096],[4096,4096]]",
+            "[[16,4096],[4096,4096]]",
+        ]
+        assert found["op_key"].n_unique() == 2

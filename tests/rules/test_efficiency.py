@@ -12,6 +12,7 @@ import pytest
 import tracekit
 from fixtures.kineto_writer import write_kineto_json
 from fixtures.shaped_ops import TORCH_OPS, TORCH_TRUTH, torch_events
+from tracekit.rules.advice import advice
 
 H200_GBPS = 4800  # HBM3e, devices.toml h200-sxm
 PATTERN = "gemm: aten::mm"
@@ -68,3 +69,14 @@ def test_a_launch_whose_bound_is_under_a_microsecond_is_latency_bound(tmp_path: 
         < TORCH_TRUTH["mm"]["bytes"] / H200_GBPS
     )
     assert limits["_C::rms_norm"] == "latency" and limits["aten::mm"] == "memory"
+
+
+def test_ascend_serving_gets_ascend_advice_not_the_gpu_engine_flags() -> None:
+    """vLLM on a 910B (vllm-ascend): the GPU builds' flags (--quantization fp8, FP8 KV cache,
+    the fused-MoE tuning script) do not apply; the CANN operators do."""
+    stack = frozenset({"vllm", "vllm-ascend", "torch_npu", "pytorch"})
+    gemm = advice("efficiency", "gemm_memory", "ascend", stack)
+    attention = advice("efficiency", "attention_memory", "ascend", stack)
+    assert "WeightQuantBatchMatmulV2" in gemm and "--quantization" not in gemm
+    assert "FusedInferAttentionScore" in attention and "fp8" not in attention
+    assert "--max-num-seqs" in advice("efficiency", "gemm_memory", "nvidia", stack)

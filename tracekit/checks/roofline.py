@@ -34,8 +34,16 @@ def roofline_check(roof: Roofline) -> Check:
     unmatched = int(unbounded["time_ns"].sum() or 0)
     names = sorted({d.name for d in roof.devices.values()})
     problems = list(roof.warnings)
+    if not roof.devices and not problems:
+        problems.append(
+            "the trace names no device model: no bound; pass --device NAME (an id of"
+            " tracekit/data/devices.toml)"
+        )
+    # work the shapes only bound from above may well beat its bound: not judged here
     fast = ops.filter(
-        (pl.col("efficiency") > IMPOSSIBLE) & (pl.col("time_ns") >= MIN_IMPOSSIBLE_NS)
+        (pl.col("efficiency") > IMPOSSIBLE)
+        & (pl.col("time_ns") >= MIN_IMPOSSIBLE_NS)
+        & pl.col("exact")
     ).sort("efficiency", descending=True)
     if fast.height:
         top = fast.row(0, named=True)

@@ -18,7 +18,7 @@ SHAPES_KEPT = 5  # shapes listed per family, largest change first
 def _side(runs: list[Analysis]) -> pl.DataFrame:
     """Per (family, op, shapes, dtype) over a side's runs: launches, time, bound."""
     parts = [
-        r.roofline.operators.select(*KEY, "rows", "time_ns", "bound_ns")
+        r.roofline.operators.select(*KEY, "launches", "time_ns", "bound_ns")
         for r in runs
         if r.roofline.shaped
     ]
@@ -26,7 +26,7 @@ def _side(runs: list[Analysis]) -> pl.DataFrame:
         return pl.DataFrame()
     rows = pl.concat(parts, how="vertical_relaxed")
     return rows.group_by(KEY).agg(
-        launches=pl.col("rows").sum(),
+        launches=pl.col("launches").sum(),
         time_ns=pl.col("time_ns").sum(),
         bound_ns=pl.when(pl.col("bound_ns").is_not_null().all()).then(pl.col("bound_ns").sum()),
     )

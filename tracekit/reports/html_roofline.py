@@ -18,24 +18,26 @@ from tracekit.reports.format import cut
 
 KERNEL_CHARS = 160  # a kernel name in the hover (demangled templates run to thousands)
 TOP_ROWS = 10  # operators in the table under the chart
-TABLE_COLUMNS = ("op", "shapes", "rows", "time_ns", "tflops", "gbps", "efficiency", "exact",
+TABLE_COLUMNS = ("op", "shapes", "launches", "time_ns", "tflops", "gbps", "efficiency", "exact",
                  "headroom_ns", "limit")  # fmt: skip
-POINT_COLUMNS = ("op", "shapes", "family", "dtype", "device", "rows", "time_ns", "tflops", "gbps",
-                 "intensity", "efficiency", "exact", "headroom_ns", "limit", "note")  # fmt: skip
+POINT_COLUMNS = ("op", "shapes", "family", "dtype", "device", "launches", "time_ns", "tflops",
+                 "gbps", "intensity", "efficiency", "exact", "headroom_ns", "limit",
+                 "note")  # fmt: skip
 
 
 def _parts(record: dict[str, Any], devices: set[int]) -> list[dict[str, Any]]:
     """Per device table entry the operators ran on: its name, HBM GB/s, the device indices
     and its compute roofs (distinct TFLOP/s, with the dtypes held to each)."""
     parts: dict[str, dict[str, Any]] = {}
-    for index, device in sorted(record["devices"].items(), key=lambda kv: int(kv[0])):
-        if int(index) not in devices and int(index) != -1:
+    for _, device in sorted(record["devices"].items(), key=lambda kv: int(kv[0])):
+        served = [i for i in device.get("serves") or [] if i in devices]
+        if not served:
             continue
         part = parts.setdefault(
             device["id"],
             {"name": device["name"], "hbm_gbps": device["hbm_gbps"], "devices": [], "roofs": []},
         )
-        part["devices"].append(int(index))
+        part["devices"] += served
         for roof in device.get("roofs") or []:
             same = next((r for r in part["roofs"] if r["tflops"] == roof["tflops"]), None)
             unit = "matrix" if roof["matrix"] else "vector"

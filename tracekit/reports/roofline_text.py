@@ -85,7 +85,7 @@ def operator_cells(op: dict[str, Any], text: Callable[[Any], str]) -> list[str]:
     return [
         text(cut(op["op"], OP_CHARS)),
         text(cut(op.get("shapes") or "-", SHAPES_CHARS)),
-        f"{op['rows']:,}",
+        f"{op['launches']:,}",
         fmt_ns(op["time_ns"]),
         fmt_rate(op.get("tflops")),
         fmt_rate(op.get("gbps")),

@@ -110,7 +110,7 @@ class Efficiency(Rule):
             memory_bound_ns=pl.col("bound_ns").filter(memory).sum(),
             flops=pl.col("flops").sum(),
             bytes=pl.col("bytes").sum(),
-            launches=pl.len(),
+            launches=pl.col("_op").n_unique(),
         )
         grouped = grouped.join(names.select("_pattern", "pattern"), on="_pattern").drop("_pattern")
         per_ns = pl.when(pl.col("time_ns") > 0)
@@ -139,7 +139,7 @@ class Efficiency(Rule):
         per_shape = (
             ops.group_by("pattern", "shapes")
             .agg(
-                launches=pl.col("rows").sum(),
+                launches=pl.col("launches").sum(),
                 time_ns=pl.col("time_ns").sum(),
                 bound_ns=pl.col("bound_ns").sum(),
                 kernels=pl.col("kernels")

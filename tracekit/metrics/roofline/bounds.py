@@ -55,7 +55,7 @@ def bounded_rows(
     ``compute_ns`` (FLOPs at the peak of its dtype), ``memory_ns`` (bytes at the HBM
     bandwidth) and ``bound_ns`` (their maximum; null where its device has no entry)."""
     rows = pl.concat(
-        [work.select(WORK_COLUMNS)[hits["_row"]], hits.select("combo", "share")],
+        [work.select(WORK_COLUMNS)[hits["_row"]], hits.select("combo", "_op", "share")],
         how="horizontal",
     )
     per = rows.select("combo", "device").unique()
@@ -117,7 +117,8 @@ def step_roofline(rows: pl.DataFrame, work: pl.DataFrame) -> pl.DataFrame:
 
 
 def operators(rows: pl.DataFrame, combos: pl.DataFrame) -> pl.DataFrame:
-    """Per operator, shapes and device: launches (``rows``), time, FLOPs, bytes and the
+    """Per operator, shapes and device: ``launches`` (operator calls), ``rows`` (their
+    device rows: a GEMM and its memset are two), time, FLOPs, bytes and the
     roofline numbers (achieved ``tflops`` and ``gbps``, ``intensity`` in FLOP/byte,
     ``bound_ns``, ``efficiency`` = bound / time, ``headroom_ns`` = time - bound, ``limit``:
     memory, compute, or latency where a launch's bound is under :data:`LATENCY_NS`),
@@ -125,6 +126,7 @@ def operators(rows: pl.DataFrame, combos: pl.DataFrame) -> pl.DataFrame:
     grouped = (
         rows.group_by("combo", "device")
         .agg(
+            launches=pl.col("_op").n_unique(),
             rows=pl.len(),
             time_ns=pl.col("dur").clip(0).sum(),
             flops=pl.col("flops").sum(),
@@ -149,7 +151,7 @@ def operators(rows: pl.DataFrame, combos: pl.DataFrame) -> pl.DataFrame:
             headroom_ns=(pl.col("time_ns") - pl.col("bound_ns")).clip(0),
             limit=pl.when(pl.col("bound_ns").is_null())
             .then(None)
-            .when(pl.col("bound_ns") < LATENCY_NS * pl.col("rows"))
+            .when(pl.col("bound_ns") < LATENCY_NS * pl.col("launches"))
             .then(pl.lit("latency"))
             .when(pl.col("memory_ns") >= pl.col("compute_ns"))
             .then(pl.lit("memory"))

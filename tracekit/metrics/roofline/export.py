@@ -40,6 +40,18 @@ def _roof(device: Device, dtype: str, peak: float) -> dict[str, Any]:
     return {"dtype": dtype, "tflops": tflops, "matrix": matrix}
 
 
+def listed(index: int, devices: dict[int, Device]) -> int | None:
+    """The index of ``devices`` whose figures an operator on device ``index`` was held to:
+    its own, else ``ANY`` (``--device`` for a trace naming none), else the first index of
+    the one model a trace names for all its devices (the bounds' own fallback)."""
+    if index in devices:
+        return index
+    if ANY in devices:
+        return ANY
+    models = {d.id for d in devices.values()}
+    return min(devices) if len(models) == 1 else None
+
+
 def device_roofs(operators: pl.DataFrame, devices: dict[int, Device]) -> dict[int, list[dict]]:
     """Per device index with operators: the distinct compute roofs (dtype, TFLOP/s, matrix
     or vector units) its operators' bounds used, highest first."""
@@ -53,8 +65,8 @@ def device_roofs(operators: pl.DataFrame, devices: dict[int, Device]) -> dict[in
     )
     out: dict[int, list[dict]] = {}
     for index, dtype, peak in used.iter_rows():
-        key = index if index in devices else ANY  # ANY: --device for a trace naming none
-        part = devices.get(key)
+        key = listed(index, devices)
+        part = devices.get(key) if key is not None else None
         if part is None or dtype is None:
             continue
         roof = _roof(part, dtype, peak)
@@ -71,6 +83,7 @@ def family_totals(operators: pl.DataFrame) -> list[dict[str, Any]]:
         return []
     totals = operators.group_by("family").agg(
         rows=pl.col("rows").sum(),
+        launches=pl.col("launches").sum(),
         time_ns=pl.col("time_ns").sum(),
         flops=pl.col("flops").sum(),
         bytes=pl.col("bytes").sum(),
@@ -99,9 +112,14 @@ def roofline_record(
         return {"devices": known, "warnings": list(warnings), "operators": []}
     roofs = device_roofs(operators, devices)
     shown = operators.head(MAX_OPERATORS)
+    serves: dict[int, list[int]] = {}
+    for index in sorted(operators["device"].drop_nulls().unique().to_list()):
+        key = listed(index, devices)
+        if key is not None:
+            serves.setdefault(key, []).append(index)
     return {
         "devices": {
-            str(i): {**device_record(d), "roofs": roofs.get(i, [])}
+            str(i): {**device_record(d), "roofs": roofs.get(i, []), "serves": serves.get(i, [])}
             for i, d in sorted(devices.items())
         },
         "warnings": list(warnings),

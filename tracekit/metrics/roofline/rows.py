@@ -31,6 +31,7 @@ WORK_SCHEMA: dict[str, pl.DataType] = {
 HIT_SCHEMA: dict[str, pl.DataType] = {
     "_row": pl.UInt32(),
     "combo": pl.UInt64(),
+    "_op": pl.UInt64(),  # the operator launch the row belongs to
     "share": pl.Float64(),
 }
 COMBO_SCHEMA: dict[str, pl.DataType] = {
@@ -64,7 +65,9 @@ def _dims(shape: Shape) -> str:
 def shown(shapes: Shapes) -> str:
     """The shapes as a reader scans them: ``8944×1024, 1024×2816 bf16`` (tensor inputs,
     then ``→`` the outputs where the trace gives them, then their distinct dtypes)."""
-    text = ", ".join(_dims(s) for s in shapes.inputs if s is not None)
+    # an Ascend "" is an optional input left out, a PyTorch [] a 0-d tensor
+    inputs = [s for s in shapes.inputs if s is not None and (s or shapes.source != "ascend")]
+    text = ", ".join(_dims(s) for s in inputs)
     outputs = [s for s in shapes.outputs if s is not None]
     if outputs:
         text += " → " + ", ".join(_dims(s) for s in outputs)
@@ -92,7 +95,8 @@ def _ascend(work: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         "_key", *(args.str.json_path_match(f"$.{k}").alias(k) for k in ASCEND_KEYS)
     )
     combos = _combos_work(firsts, "ascend").rename({"op_type": "op"})
-    hits = rows.select("_row", "_key", share=pl.lit(1.0))
+    # each Ascend row is one operator launch
+    hits = rows.select("_row", "_key", _op=pl.col("_row").cast(pl.UInt64), share=pl.lit(1.0))
     return hits, combos.select("_key", "op", "shapes", *WORK_SCHEMA)
 
 
@@ -100,7 +104,12 @@ def _torch(rows: pl.DataFrame, work: pl.DataFrame) -> tuple[pl.DataFrame, pl.Dat
     """The device rows whose launching operator has shapes (``_row``, ``_key``, ``share``:
     the row's part of its operator's work, by duration among the rows the operator
     launched) and the distinct combinations with their work."""
-    device = work.filter(pl.col("corr").is_not_null())
+    # kernels and fills; of the copies only those inside device memory (read and written
+    # there): a copy to or from the host, or to a peer, is bound by its link, not by HBM
+    copied = (pl.col("kind") == "memcpy") & pl.col("name").cast(pl.String).str.contains("DtoD")
+    device = work.filter(
+        pl.col("corr").is_not_null() & (pl.col("kind").is_in(["kernel", "memset"]) | copied)
+    )
     if device.height == 0:
         return pl.DataFrame(), pl.DataFrame()
     found, inputs = launching_ops(rows, device.select("rank", "corr", "args"))
@@ -117,14 +126,13 @@ def _torch(rows: pl.DataFrame, work: pl.DataFrame) -> tuple[pl.DataFrame, pl.Dat
     combos = combos.join(inputs, on="shape_id", how="left", maintain_order="left")
     combos = _combos_work(combos, "torch").select("_key", "op", "shapes", *WORK_SCHEMA)
     # most operators launch one device row: their share is 1, no window over all rows
-    instance = pl.col("rank").cast(pl.Int64) * 2**44 + pl.col("op_ext")
-    found = found.with_columns(_op=instance).with_columns(_several=pl.col("_op").is_duplicated())
+    found = found.with_columns(_op="op_key").with_columns(_several=pl.col("_op").is_duplicated())
     total = pl.col("dur").clip(0).sum().over("_op")
     share = (
         pl.when(total > 0).then(pl.col("dur").clip(0) / total).otherwise(1.0 / pl.len().over("_op"))
     )
-    split = found.filter("_several").select("_row", "_key", share=share)
-    whole = found.filter(~pl.col("_several")).select("_row", "_key", share=pl.lit(1.0))
+    split = found.filter("_several").select("_row", "_key", "_op", share=share)
+    whole = found.filter(~pl.col("_several")).select("_row", "_key", "_op", share=pl.lit(1.0))
     return pl.concat([whole, split]), combos
 
 

@@ -597,7 +597,7 @@
       card.append(el("p", { class: "note", text: notes.join("; ") }));
       card.append(table(["op", "shapes", "launches", "time", "TFLOP/s", "GB/s", "efficiency", "headroom", "limit"],
         r.top.map((o) => [el("span", { title: o.op, text: o.op }), el("span", { title: o.shapes || "", text: o.shapes || "-" }),
-          fmtInt(o.rows), fmtNs(o.time_ns), fmtRate(o.tflops), fmtRate(o.gbps), effText(o.efficiency, o.exact),
+          fmtInt(o.launches), fmtNs(o.time_ns), fmtRate(o.tflops), fmtRate(o.gbps), effText(o.efficiency, o.exact),
           fmtNs(o.headroom_ns), o.efficiency === null ? "-" : o.limit || "-"]), ["name", "name", "", "", "", "", "", "", "text"]));
       done.push(drawRoofline(id, r));
     });
@@ -636,7 +636,7 @@
         marker: { size: idx.map((i) => 6 + 30 * Math.sqrt(p.time_ns[i] / tmax)), color: FAMILY_COLOR[fam] || "#999",
           opacity: 0.75, line: { width: 1, color: "#fff" } }, meta: ["operators"],
         customdata: idx.map((i) => [
-          esc(p.op[i]), esc(p.shapes[i] || ""), p.kernels[i].map(esc).join("<br>"), fmtInt(p.rows[i]), fmtNs(p.time_ns[i]),
+          esc(p.op[i]), esc(p.shapes[i] || ""), p.kernels[i].map(esc).join("<br>"), fmtInt(p.launches[i]), fmtNs(p.time_ns[i]),
           effText(p.efficiency[i], p.exact[i]), fmtNs(p.headroom_ns[i]), fmtRate(p.gbps[i]),
           p.efficiency[i] === null ? "no device" : p.limit[i] || "-",
           esc(p.note[i] || ""), p.device[i],

@@ -133,6 +133,10 @@ def scaled_mm(s: Shapes) -> Work | None:
     ``self``'s dtype (``out_dtype.value_or(mat1.scalar_type())``), which this follows rather
     than TraceLens's fp16 assumption."""
     a, b = shape(s, 0), shape(s, 1)
+    if b is not None and len(b) == 2 and dtype(s, 1) == "fp4" and a and b[0] * 2 == a[-1]:
+        # two fp4 values per byte are packed along K, mat2's first dimension; the parser
+        # unpacked its last one (N) instead
+        b = (b[0] * 2, b[1] // 2)
     if a is None or b is None or len(a) != 2 or len(b) != 2 or a[1] != b[0]:
         return None
     m, k, n = a[0], a[1], b[1]
