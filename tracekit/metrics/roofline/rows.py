@@ -106,10 +106,10 @@ def _torch(rows: pl.DataFrame, work: pl.DataFrame) -> tuple[pl.DataFrame, pl.Dat
     launched) and the distinct combinations with their work."""
     # kernels and fills; of the copies only those inside device memory (read and written
     # there): a copy to or from the host, or to a peer, is bound by its link, not by HBM
-    copied = (pl.col("kind") == "memcpy") & pl.col("name").cast(pl.String).str.contains("DtoD")
-    device = work.filter(
-        pl.col("corr").is_not_null() & (pl.col("kind").is_in(["kernel", "memset"]) | copied)
-    )
+    linked = work.filter(pl.col("corr").is_not_null())
+    copies = linked.filter(pl.col("kind") == "memcpy")  # few: their names read alone
+    copies = copies.filter(pl.col("name").cast(pl.String).str.contains("DtoD"))
+    device = pl.concat([linked.filter(pl.col("kind").is_in(["kernel", "memset"])), copies])
     if device.height == 0:
         return pl.DataFrame(), pl.DataFrame()
     found, inputs = launching_ops(rows, device.select("rank", "corr", "args"))
