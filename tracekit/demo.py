@@ -13,6 +13,7 @@ import tracekit.data
 from tracekit.names import printable
 from tracekit.reports.format import analysis_steps
 from tracekit.reports.html_trace import producer_text
+from tracekit.reports.roofline_text import render_roofline
 from tracekit.reports.steps_terminal import render_findings, render_steps
 
 DEMO_TRACES = ("demo.sqlite", "demo_ascend_pt")
@@ -28,7 +29,8 @@ DEMO_MORE = "tracekit demo --json, or the page it writes, lists every one"
 
 
 def render_demo(analyses: list[Any], width: int) -> Group:
-    """Per trace: what it is, its per-step table and its top findings by impact."""
+    """Per trace: what it is, its per-step table, its roofline where the trace records
+    operator shapes, and its top findings by impact."""
     parts: list[Any] = []
     for analysis in analyses:
         meta = analysis.timeline.meta
@@ -40,5 +42,9 @@ def render_demo(analyses: list[Any], width: int) -> Group:
         findings = render_findings(
             data["findings"], analysis_steps(data), more=DEMO_MORE, width=width
         )
-        parts += [render_steps(data, width), Text(), findings, Text()]
+        parts += [render_steps(data, width), Text()]
+        roofline = render_roofline(data.get("roofline"), width)
+        if roofline is not None:
+            parts += [roofline, Text()]
+        parts += [findings, Text()]
     return Group(*parts)
