@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracekit.metrics.roofline.devices import ANY, Device
+from tracekit.metrics.roofline.devices import Device, listed
 
 # A step is memory- (compute-) bound when rows limited by bandwidth (throughput) hold at least
 # this share of its roofline time; "mixed" otherwise.
@@ -33,15 +33,12 @@ SCALED = ("flops", "bytes", "compute_ns", "memory_ns", "bound_ns")
 
 def _limits(keys: pl.DataFrame, devices: dict[int, Device]) -> pl.DataFrame:
     """Peak TFLOP/s and HBM GB/s per distinct (device, dtype, matrix) of ``keys``."""
-    # a trace that names one model for all its devices covers the indices it does not list
-    # (Kineto's deviceProperties may list device 0 while the kernels run on device 2)
-    models = {d.id: d for d in devices.values()}
-    only = next(iter(models.values())) if len(models) == 1 else None
     out = []
     for device, dtype, matrix in keys.select("device", "dtype", "matrix").unique().iter_rows():
-        part = devices.get(device if device is not None else ANY) or only
-        if part is None:
+        key = listed(device, devices)
+        if key is None:
             continue
+        part = devices[key]
         peak = part.peak_tflops(dtype, bool(matrix)) if dtype else None
         out.append((device, dtype, matrix, peak, part.hbm_gbps))
     return pl.DataFrame(out, schema=LIMIT_SCHEMA, orient="row")

@@ -91,6 +91,19 @@ class Device:
         return self._pattern is not None and self._pattern.search(name) is not None
 
 
+def listed(index: int | None, devices: dict[int, Device]) -> int | None:
+    """The index of ``devices`` (from :func:`devices_for`) whose figures a row on device
+    ``index`` is held to: its own, else ``ANY`` (``--device`` for a trace naming none), else
+    the first index of the one model a trace names for all its devices (Kineto's
+    deviceProperties may list device 0 while the kernels run on device 2); None otherwise."""
+    if index is not None and index in devices:
+        return index
+    if ANY in devices:
+        return ANY
+    models = {d.id for d in devices.values()}
+    return min(devices) if len(models) == 1 else None
+
+
 def _number(entry: dict[str, Any], key: str, where: str) -> float:
     value = entry.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:

@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from tracekit.metrics.roofline.devices import ANY, Device
+from tracekit.metrics.roofline.devices import Device, listed
 
 MAX_OPERATORS = 200  # operators written out, largest headroom first
 
@@ -38,18 +38,6 @@ def _roof(device: Device, dtype: str, peak: float) -> dict[str, Any]:
     known = [(p, m) for p, m in options if p]
     tflops, matrix = min(known, key=lambda o: abs(o[0] - peak)) if known else (peak, True)
     return {"dtype": dtype, "tflops": tflops, "matrix": matrix}
-
-
-def listed(index: int, devices: dict[int, Device]) -> int | None:
-    """The index of ``devices`` whose figures an operator on device ``index`` was held to:
-    its own, else ``ANY`` (``--device`` for a trace naming none), else the first index of
-    the one model a trace names for all its devices (the bounds' own fallback)."""
-    if index in devices:
-        return index
-    if ANY in devices:
-        return ANY
-    models = {d.id for d in devices.values()}
-    return min(devices) if len(models) == 1 else None
 
 
 def device_roofs(operators: pl.DataFrame, devices: dict[int, Device]) -> dict[int, list[dict]]:
