@@ -51,6 +51,17 @@ def test_scenario_kernels_get_their_hand_labelled_category_and_flags() -> None:
         ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(...)", "comm", True, False),
         ("FlashAttentionScore", "attention", False, False),
         ("GroupedMatmul", "moe", False, False),
+        # gpt-oss experts: triton_kernels' matmul_ogs (vLLM on MI300X), trtllm-gen's batched
+        # GEMM with a dynamic batch per expert (vLLM on B200), one with a fused SwiGLU
+        ("_matmul_ogs_NNT_bf16xbf16xmxfp4_128x128x128x1_swiglu", "moe", False, False),
+        (
+            "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b"
+            "_TN_transOut_schedS_bN_tmaOpt_clmp_swiGlu_dynBatch_sm100f",
+            "moe",
+            False,
+            False,
+        ),
+        ("bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x16x256_dynBatch_sm100f", "moe", False, False),
         ("Cijk_Alik_Bljk_HHS_BH_MT128x128x32", "gemm", False, False),
         ("void deep_gemm::fp8_gemm_kernel<128u>", "gemm", False, False),
         ("triton_poi_fused_add_3", "elementwise", False, False),
