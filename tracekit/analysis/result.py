@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from tracekit.analysis.notebook import analysis_html, summary_frame
 from tracekit.checks.capture import NAME as CAPTURE
 from tracekit.checks.capture import capture_note
 from tracekit.metrics.requests import request_latency, request_summary
@@ -97,6 +98,16 @@ class Analysis:
     def stream_overlap(self) -> pl.DataFrame:
         """Overlap ns per (rank, device, step, stream_a, stream_b)."""
         return pair_overlap(self.in_windows, self.windows)
+
+    @property
+    def summary_frame(self) -> pl.DataFrame:
+        """Per phase: steps, median / p90 step time, tokens, ns per token, busy and idle
+        shares (:func:`tracekit.analysis.notebook.summary_frame`)."""
+        return summary_frame(self.step_metrics)
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: summary, checks, top findings, step chart (:func:`analysis_html`)."""
+        return analysis_html(self)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: how steps were found, the metrics rows and the findings."""

@@ -7,7 +7,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import polars as pl
+
 from tracekit.diff.findings import FindingChange
+from tracekit.diff.notebook import changes_frame, diff_html
 
 REPLICATES = 2_000
 SEED = 0
@@ -80,6 +83,8 @@ class Diff:
     # per operator family, the same shapes on both sides: time and efficiency
     # (tracekit.diff.efficiency); explains, does not gate
     efficiency: list[dict[str, Any]] = field(default_factory=list)
+    # per launching operator, where the traces record them (tracekit.diff.operations)
+    operations: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def gates(self) -> list[Change]:
@@ -99,6 +104,22 @@ class Diff:
     def exit_code(self) -> int:
         """1 on a regression, else 0."""
         return 1 if self.verdict == "regression" else 0
+
+    @property
+    def categories_frame(self) -> pl.DataFrame:
+        """One row per category: name, estimate (base … hi, ns per step), status
+        (:func:`tracekit.diff.notebook.changes_frame`)."""
+        return changes_frame([c.to_dict() for c in self.categories])
+
+    @property
+    def kernels_frame(self) -> pl.DataFrame:
+        """One row per kernel (role) change: name, label, estimate, status and the detail
+        fields (category, presence, matched_by, names …) as columns."""
+        return changes_frame([c.to_dict() for c in self.kernels])
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view of the diff (:func:`tracekit.diff.notebook.diff_html`)."""
+        return diff_html(self.to_dict())
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: verdict and exit code first, then every comparison."""
@@ -123,5 +144,6 @@ class Diff:
             "metrics": [c.to_dict() for c in self.metrics],
             "findings": [f.to_dict() for f in self.findings],
             "efficiency": self.efficiency,
+            "operations": self.operations,
             "warnings": self.warnings,
         }
