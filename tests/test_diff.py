@@ -115,20 +115,33 @@ def test_five_jittered_runs_per_side_pass(tmp_path: Path) -> None:
     assert abs(data["step"]["estimate"]["rel"]) < 0.05
 
 
-def test_new_fallback_kernel_appears_with_its_time(
+def test_new_fallback_chain_is_matched_with_the_native_kernel_it_replaced(
     clean: tuple[Scenario, Path], tmp_path: Path
 ) -> None:
     head_sc = build_scenario(**SHAPE, fallback_kernel=True)
     code, data = _diff(str(clean[1]), str(_write(head_sc, tmp_path)))
-    appeared = {k["name"]: k for k in data["kernels"] if k["detail"]["presence"] == "appeared"}
-    assert set(appeared) == {kernel_key(KERNELS[role].name) for role in FALLBACK_CHAIN}
-    for role in FALLBACK_CHAIN:
-        ns = [e - s for s, e, _, _, r, _ in head_sc.truth["work"] if r == role]
-        row = appeared[kernel_key(KERNELS[role].name)]
-        assert row["detail"]["fallback"] and row["estimate"]["base"] == 0
-        assert row["estimate"]["head"] == pytest.approx(sum(ns) / SHAPE["steps"])
-        assert row["detail"]["count_head"] == len(ns) / SHAPE["steps"] == 1
-    assert [k for k in data["kernels"] if k["detail"]["presence"] == "disappeared"] == []
+    chain = {kernel_key(KERNELS[role].name) for role in FALLBACK_CHAIN}
+    act = kernel_key(KERNELS["act"].name)  # SiLU-and-mul (the shared expert's too)
+    (role,) = [k for k in data["kernels"] if chain & set(k["detail"]["head_names"])]
+    detail = role["detail"]
+    assert (detail["presence"], detail["matched_by"], detail["fallback"]) == ("role", "order", True)
+    assert detail["base_names"] == [act] and set(detail["head_names"]) == chain | {act}
+
+    def per_step(sc: Scenario, roles: set[str]) -> float:
+        return sum(e - s for s, e, _, _, r, _ in sc.truth["work"] if r in roles) / SHAPE["steps"]
+
+    native = {"act", "shared_act"}
+    assert role["estimate"]["base"] == pytest.approx(per_step(clean[0], native))
+    assert role["estimate"]["head"] == pytest.approx(
+        per_step(head_sc, native | set(FALLBACK_CHAIN))
+    )
+    members = {(m["side"], m["name"]): m for m in detail["members"]}
+    for name in chain:  # one launch per step each, in the layer where the chain replaced act
+        assert members[("head", name)]["count"] == 1
+    assert members[("base", act)]["count"] - members[("head", act)]["count"] == 1
+    assert [
+        k for k in data["kernels"] if k["detail"]["presence"] in ("appeared", "disappeared")
+    ] == []
     fallback = next(m for m in data["metrics"] if m["name"] == "fallback_ns")
     assert fallback["status"] == "worse"
     assert fallback["estimate"]["head"] == pytest.approx(_mean(head_sc, "fallback_ns"))
@@ -218,7 +231,11 @@ def test_markdown_escapes_trace_names(clean: tuple[Scenario, Path], tmp_path: Pa
     head = write_nsys_sqlite(events, tmp_path / "evil.sqlite")
     md = CliRunner().invoke(app, ["diff", str(clean[1]), str(head), "--format", "md"]).stdout
     assert "<script" not in md and label not in md
-    assert f"appeared: <code>{md_text(label)}</code> (other)" in md
+    # the renamed kernel keeps its place in every step: matched by role, its new name escaped
+    assert (
+        f"matched by order: <code>{md_text('vllm::act_and_mul_kernel → ' + label)}</code> "
+        "(activation): 18.41 µs → 18.41 µs per step" in md
+    )
     movers = md.split("#### Top movers")[1].split("####")[0]
     rows = [line for line in movers.splitlines() if line.startswith("|")]
     assert len(rows) > 3 and {len(re.split(r"(?<!\\)\|", row)) for row in rows} == {9}

@@ -11,20 +11,23 @@ from tracekit import bootstrap
 from tracekit.analysis import Analysis
 from tracekit.diff.efficiency import compare_efficiency
 from tracekit.diff.findings import compare_findings
+from tracekit.diff.operations import compare_operations, member_times
 from tracekit.diff.result import REPLICATES, SEED, Change, Diff, Estimate
+from tracekit.diff.roles import Role
 from tracekit.diff.samples import (
     CATEGORY_COLUMNS,
     RULE_METRICS,
     STEP_COLUMNS,
-    KernelInfo,
     RunSamples,
     Samples,
     samples,
 )
 from tracekit.errors import TraceError
 from tracekit.metrics.columns import LABELS
-from tracekit.names import distinct_short_names
+from tracekit.names import distinct_short_names, short_name
 from tracekit.taxonomy import CATEGORIES
+
+MIN_STEPS = 2  # per side, for an interval
 
 
 def _boot(values: np.ndarray, lengths: list[int], seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -46,9 +49,15 @@ def _num(value: float) -> float | None:
 
 
 def _estimates(
-    base: np.ndarray, head: np.ndarray, boot_b: np.ndarray, boot_h: np.ndarray, confidence: float
+    base: np.ndarray,
+    head: np.ndarray,
+    boot_b: np.ndarray,
+    boot_h: np.ndarray,
+    confidence: float,
+    measurable: bool = True,
 ) -> list[Estimate]:
-    """One :class:`Estimate` per column from point values and bootstrap replicates."""
+    """One :class:`Estimate` per column from point values and bootstrap replicates; without
+    intervals when not ``measurable`` (a side with one step has no noise to resample)."""
     lo, hi = bootstrap.interval(boot_h - boot_b, confidence)
     positive = (boot_b > 0).all(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -59,18 +68,11 @@ def _estimates(
     for i in range(len(base)):
         b, h = _num(base[i]), _num(head[i])
         delta = None if b is None or h is None else h - b
-        out.append(
-            Estimate(
-                b,
-                h,
-                delta,
-                _num(rel[i]),
-                _num(lo[i]),
-                _num(hi[i]),
-                _num(rel_lo[i]) if positive[i] else None,
-                _num(rel_hi[i]) if positive[i] else None,
-            )
-        )
+        bounds = (lo[i], hi[i], rel_lo[i], rel_hi[i]) if measurable else (None,) * 4
+        lo_i, hi_i, rel_lo_i, rel_hi_i = (_num(v) for v in bounds)
+        if not positive[i]:
+            rel_lo_i = rel_hi_i = None
+        out.append(Estimate(b, h, delta, _num(rel[i]), lo_i, hi_i, rel_lo_i, rel_hi_i))
     return out
 
 
@@ -152,35 +154,72 @@ def _metric_changes(est: list[Estimate]) -> list[Change]:
     return out
 
 
-def _presence(info: KernelInfo) -> str:
-    """Whether a kernel runs on both sides, was renamed, appeared or disappeared."""
-    if info.head_key:
-        return "renamed"
-    if info.in_base and info.in_head:
-        return "both"
-    return "appeared" if info.in_head else "disappeared"
+def _names(keys: list[str], times: dict[str, tuple[float, float]]) -> str:
+    """The busiest of ``keys``, and how many more."""
+    busiest = max(keys, key=lambda k: (times.get(k, (0.0, 0.0))[0], k))
+    more = f" +{len(keys) - 1}" if len(keys) > 1 else ""
+    return short_name(busiest, 40) + more
+
+
+def _role_label(role: Role, plain: str, times: tuple[dict, dict]) -> str:
+    """``plain`` (the distinct short name) for a kernel on both sides; else what the role
+    runs on each side, after its operator where one is known."""
+    if role.presence == "both":
+        return plain
+    if not role.in_base or not role.in_head:
+        return plain
+    shared = sorted(set(role.base_keys) & set(role.head_keys))
+    if shared:  # one kernel on both sides, with others beside it on one side or both
+        extra = [
+            f"{side} also {_names(others, t)}"
+            for side, keys, t in (
+                ("base", role.base_keys, times[0]),
+                ("head", role.head_keys, times[1]),
+            )
+            if (others := [k for k in keys if k not in shared])
+        ]
+        text = f"{_names(shared, times[0])}; {'; '.join(extra)}"
+    else:
+        text = f"{_names(role.base_keys, times[0])} → {_names(role.head_keys, times[1])}"
+    ops = ", ".join(role.ops[:2]) + (f" +{len(role.ops) - 2}" if len(role.ops) > 2 else "")
+    return f"{ops}: {text}" if ops else text
 
 
 def _kernel_changes(
     data: Samples, est: list[Estimate], threshold: float, floor: float
 ) -> list[Change]:
-    """One change per matched kernel (time per step; launches per step in ``detail``),
-    largest absolute delta first."""
+    """One change per role (time per step; launches per step and how the role was matched
+    in ``detail``), largest absolute delta first."""
     out = []
     first, n_k = len(STEP_COLUMNS), len(data.kernels)
     labels = distinct_short_names([k.key for k in data.kernels])
-    for i, (info, label) in enumerate(zip(data.kernels, labels)):
+    times = member_times(data.base_runs), member_times(data.head_runs)
+    for i, (role, label) in enumerate(zip(data.kernels, labels)):
         e, n = est[first + i], est[first + n_k + i]
         detail = {
-            "category": info.category,
-            "fallback": info.fallback,
-            "presence": _presence(info),
-            "head_name": info.head_key,
+            "category": role.category,
+            "fallback": role.fallback,
+            "presence": role.presence,
+            "matched_by": role.matched_by,
+            "base_names": role.base_keys,
+            "head_names": role.head_keys,
+            "head_name": role.head_keys[0] if role.presence == "renamed" else None,
+            "op": role.op,
+            "ops": role.ops,
             "count_base": n.base,
             "count_head": n.head,
         }
+        if role.presence in ("renamed", "role"):
+            detail["members"] = [
+                {"side": tag, "name": key, "ns": side[key][0], "count": side[key][1]}
+                for tag, keys, side in (
+                    ("base", role.base_keys, times[0]),
+                    ("head", role.head_keys, times[1]),
+                )
+                for key in keys
+            ]
         status = judge(e, threshold, abs(e.delta or 0) >= floor)
-        out.append(Change("kernel", info.key, e, status, label, detail))
+        out.append(Change("kernel", role.key, e, status, _role_label(role, label, times), detail))
     return sorted(out, key=_by_size)
 
 
@@ -191,10 +230,13 @@ def compare(
     min_impact: float = 0.01,
     confidence: float = 0.95,
     allow_low_confidence: bool = False,
+    phase: str | None = None,
 ) -> Diff:
     """Compare the analysed runs of ``base`` and ``head`` (see the module docstring). Runs
     whose steps were found with low confidence are refused unless ``allow_low_confidence``:
-    a gate on steps that may be wrong could pass or fail a change by accident."""
+    a gate on steps that may be wrong could pass or fail a change by accident. ``phase``
+    (``decode``, ``unknown``, ``all``) chooses the steps compared; by default the phase both
+    sides share (:func:`tracekit.diff.samples.compared_phase`)."""
     if not base or not head:
         raise TraceError("diff: each side needs at least one run")
     for side, runs in (("base", base), ("head", head)):
@@ -205,7 +247,7 @@ def compare(
                     f"diff: {side} {source}: {run.low_confidence}; refusing to gate on it"
                     " (pass --allow-low-confidence to compare anyway)"
                 )
-    data = samples(base, head)
+    data = samples(base, head, phase)
     doubtful = [
         run.timeline.meta.get("source") or "?" for run in [*base, *head] if run.low_confidence
     ]
@@ -220,7 +262,10 @@ def compare(
     cats = [STEP_COLUMNS.index(c) for c in CATEGORY_COLUMNS]
     present = [i for i in cats if mean_b[i] or mean_h[i]]
     gate_conf = 1 - (1 - confidence) / (1 + len(present))
-    gate_est = _estimates(mean_b, mean_h, boot_b, boot_h, gate_conf)
+    # one step on a side: no step-to-step noise to resample, so no interval and no
+    # significance (a zero-width interval would pass any difference for a certain one)
+    measurable = min(len(data.base), len(data.head)) >= MIN_STEPS
+    gate_est = _estimates(mean_b, mean_h, boot_b, boot_h, gate_conf, measurable)
     step_b, step_h = data.base[:, 0], data.head[:, 0]
     median = _estimates(
         np.array([np.median(step_b)]),
@@ -228,6 +273,7 @@ def compare(
         med_b[:, None],
         med_h[:, None],
         gate_conf,
+        measurable,
     )[0]
     label = "decode step" if data.phase == "decode" else "step"
     step = Change("step", label, median, judge(median, threshold), f"{label} time (median)")
@@ -246,8 +292,13 @@ def compare(
         ),
         key=_by_size,
     )
-    est = _estimates(mean_b, mean_h, boot_b, boot_h, confidence)
+    est = _estimates(mean_b, mean_h, boot_b, boot_h, confidence, measurable)
     warnings = _warnings(data.base_runs, data.head_runs, data.phase)
+    if not measurable:
+        warnings.append(
+            f"{min(len(data.base), len(data.head))} step on a side: the noise cannot be measured,"
+            " so no change is called significant; profile more steps or runs"
+        )
     if doubtful:
         warnings.append(
             f"steps found with low confidence in {', '.join(map(str, doubtful))}: compared"
@@ -271,4 +322,5 @@ def compare(
         warnings,
         data.phase,
         compare_efficiency(base, head, threshold),
+        compare_operations(data.base_runs, data.head_runs),
     )

@@ -1,21 +1,25 @@
 """The per-step samples a diff compares, from analysed runs.
 
 One row per (run, decode step) and one column per quantity: the step's duration, the time of
-each category, the rule metrics, and the time and count of each kernel (names matched by
-:func:`tracekit.names.kernel_key`). With several devices (ranks) in a run, a step lasts as
+each category, the rule metrics, and the time and count of each role: the kernels of each side
+that do one job, matched by name and, across renames and vendors, by role
+(:mod:`tracekit.diff.roles`). With several devices (ranks) in a run, a step lasts as
 long as its slowest device, and times and counts are averaged over the devices, so runs on
 different numbers of devices stay comparable.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 
 from tracekit.analysis import Analysis
-from tracekit.names import kernel_family, kernel_key
+from tracekit.diff.roles import Role, Side, match_roles
+from tracekit.metrics.shapes import launching_op_dims
+from tracekit.names import kernel_key
 from tracekit.taxonomy import CATEGORIES
 
 STEP = "step_ns"
@@ -31,12 +35,25 @@ RULE_METRICS = {
     "bubble_count": -1,
 }
 STEP_COLUMNS = (STEP, *CATEGORY_COLUMNS, *RULE_METRICS)
+# the steps of each side whose kernel order is aligned to match roles by place
+ALIGNED_STEPS = 3
+OPS_SCHEMA = {
+    "key": pl.String,
+    "op": pl.String,
+    "shapes": pl.String,
+    "n": pl.UInt32,
+    "kernels": pl.UInt32,
+    "ns": pl.Float64,
+}
 
 
 @dataclass
 class RunSamples:
-    """One run: its per-step values (``STEP_COLUMNS``) and its kernels per step (long:
-    step, key, ns, count, category, fallback)."""
+    """One run: its per-step values (``STEP_COLUMNS``), its kernels per step (long: step,
+    key, ns, count, category, fallback), their launching operators (``ops``: key, op, shapes,
+    rows n (kernels of them: kernels) and their time ns, per device; empty where the trace
+    records none) and the
+    key sequences of its first steps."""
 
     source: str
     format: str
@@ -46,18 +63,10 @@ class RunSamples:
     kernels: pl.DataFrame
     left_out: int = 0  # steps of other phases, not compared
     phases: bool = False  # whether any of its steps has a phase
-
-
-@dataclass
-class KernelInfo:
-    """A matched kernel: its key (the base side's name when renamed), category and flags."""
-
-    key: str
-    category: str
-    fallback: bool
-    in_base: bool
-    in_head: bool
-    head_key: str | None = None  # set when the head side's name differs (paired by family)
+    ops: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=OPS_SCHEMA))
+    sequences: list[list[str]] = field(default_factory=list)
+    # reads ``ops`` from the trace: only when some names differ between the sides
+    load_ops: Callable[[], pl.DataFrame] | None = None
 
 
 @dataclass
@@ -65,7 +74,7 @@ class Samples:
     """Both sides as matrices (steps × columns) over one column layout."""
 
     columns: list[str]
-    kernels: list[KernelInfo]
+    kernels: list[Role]
     base: np.ndarray
     head: np.ndarray
     base_lengths: list[int]
@@ -114,9 +123,9 @@ def run_samples(analysis: Analysis, phase: str = "all") -> RunSamples:
         pl.col("name").cast(pl.String).fill_null("?")
     )
     keys = {name: kernel_key(name) for name in work.get_column("name").unique().to_list()}
+    work = work.with_columns(key=pl.col("name").replace_strict(keys, return_dtype=pl.String))
     kernels = (
-        work.with_columns(key=pl.col("name").replace_strict(keys, return_dtype=pl.String))
-        .group_by("step", "key")
+        work.group_by("step", "key")
         .agg(
             ns=pl.col("dur").sum() / devices,
             count=pl.len() / devices,
@@ -130,57 +139,91 @@ def run_samples(analysis: Analysis, phase: str = "all") -> RunSamples:
     fmt, method = str(meta.get("format") or "?"), analysis.steps.method
     left_out = analysis.step_metrics["step"].n_unique() - steps.height
     phased = analysis.step_metrics["phase"].null_count() < analysis.step_metrics.height
-    return RunSamples(source, fmt, method, devices, steps, kernels, left_out, phased)
-
-
-def _catalogue(runs: list[RunSamples]) -> pl.DataFrame:
-    """key -> category, fallback over the runs of one side."""
-    frames = [r.kernels.select("key", "category", "fallback") for r in runs]
-    if not frames:
-        return pl.DataFrame(schema={"key": pl.String, "category": pl.String, "fallback": bool})
-    return (
-        pl.concat(frames)
-        .group_by("key")
-        .agg(pl.col("category").first(), pl.col("fallback").any())
-        .sort("key")
+    return RunSamples(
+        source,
+        fmt,
+        method,
+        devices,
+        steps,
+        kernels,
+        left_out,
+        phased,
+        pl.DataFrame(schema=OPS_SCHEMA),
+        _sequences(work),
+        lambda: _launching_ops(analysis.rows, work).with_columns(pl.col("ns") / devices),
     )
 
 
-def match_kernels(base: list[RunSamples], head: list[RunSamples]) -> list[KernelInfo]:
-    """Kernels of both sides matched by key; names left over on both sides are paired when
-    one base name and one head name share a family, category and fallback flag."""
-    cat_b = {r[0]: r for r in _catalogue(base).iter_rows()}
-    cat_h = {r[0]: r for r in _catalogue(head).iter_rows()}
-    infos = [
-        KernelInfo(key, row[1] or "other", bool(row[2]), True, key in cat_h)
-        for key, row in cat_b.items()
-    ]
-    infos += [
-        KernelInfo(key, row[1] or "other", bool(row[2]), False, True)
-        for key, row in cat_h.items()
-        if key not in cat_b
-    ]
-
-    def group(info: KernelInfo) -> tuple[str, str, bool]:
-        return kernel_family(info.key), info.category, info.fallback
-
-    only_b: dict[tuple[str, str, bool], list[KernelInfo]] = {}
-    only_h: dict[tuple[str, str, bool], list[KernelInfo]] = {}
-    for info in infos:
-        if info.in_base != info.in_head:
-            (only_b if info.in_base else only_h).setdefault(group(info), []).append(info)
-    paired = set()
-    for fam, olds in only_b.items():
-        news = only_h.get(fam, [])
-        if len(olds) == 1 and len(news) == 1:
-            olds[0].in_head, olds[0].head_key = True, news[0].key
-            paired.add(news[0].key)
-    return [i for i in infos if not (i.key in paired and not i.in_base)]
+def _launching_ops(rows: pl.DataFrame, work: pl.DataFrame) -> pl.DataFrame:
+    """Per key, the host operators that launched it with their recorded input shapes, how
+    often and for how long (:data:`OPS_SCHEMA`); empty where the trace records no operator
+    inputs."""
+    if not (rows.get_column("kind") == "op").any():
+        return pl.DataFrame(schema=OPS_SCHEMA)
+    found = launching_op_dims(rows, work.select("rank", "corr", "args"))
+    if found.get_column("op").null_count() == found.height:
+        return pl.DataFrame(schema=OPS_SCHEMA)
+    return (
+        pl.concat(
+            [work.select("key", "dur", "kind"), found.select("op", shapes="input_dims")],
+            how="horizontal",
+        )
+        .filter(pl.col("op").is_not_null())
+        .group_by("key", "op", "shapes")
+        .agg(
+            n=pl.len().cast(pl.UInt32),
+            kernels=(pl.col("kind") == "kernel").sum().cast(pl.UInt32),
+            ns=pl.col("dur").sum().cast(pl.Float64),
+        )
+    )
 
 
-def _matrix(runs: list[RunSamples], kernels: list[KernelInfo], head: bool) -> np.ndarray:
-    """Rows: the steps of every run in order; columns: STEP_COLUMNS, kernel ns, kernel count."""
-    index = {((k.head_key or k.key) if head else k.key): i for i, k in enumerate(kernels)}
+def _sequences(work: pl.DataFrame) -> list[list[str]]:
+    """The keys of the first :data:`ALIGNED_STEPS` steps in start order, on the first
+    (rank, device) of the run (the order of the other devices repeats it)."""
+    if work.height == 0:
+        return []
+    first = work.select("rank", "device").sort("rank", "device", nulls_last=True).row(0)
+    one = work.filter(pl.col("rank").eq_missing(first[0]) & pl.col("device").eq_missing(first[1]))
+    chosen = one.get_column("step").unique().sort().head(ALIGNED_STEPS)
+    per = (
+        one.filter(pl.col("step").is_in(chosen.implode()))
+        .sort("step", "ts")
+        .group_by("step", maintain_order=True)
+        .agg("key")
+    )
+    return per.get_column("key").to_list()
+
+
+def _side(runs: list[RunSamples]) -> Side:
+    """One side's kernels for role matching: per key its category, fallback flag and total
+    time; its launching operators; the sequences of its first run's first steps."""
+    frames = [r.kernels.select("key", "category", "fallback", "ns") for r in runs]
+    schema = {"key": pl.String, "category": pl.String, "fallback": bool, "ns": pl.Float64}
+    catalogue = (
+        pl.concat(frames)
+        .group_by("key")
+        .agg(pl.col("category").first(), pl.col("fallback").any(), pl.col("ns").sum())
+        .sort("key")
+        if frames
+        else pl.DataFrame(schema=schema)
+    )
+    ops = pl.concat([r.ops for r in runs]) if runs else pl.DataFrame(schema=OPS_SCHEMA)
+    return Side(catalogue, ops, runs[0].sequences if runs else [])
+
+
+def match_kernels(base: list[RunSamples], head: list[RunSamples]) -> list[Role]:
+    """The kernels of both sides grouped into roles (:func:`tracekit.diff.roles.match_roles`)."""
+    return match_roles(_side(base), _side(head))
+
+
+def _matrix(runs: list[RunSamples], kernels: list[Role], head: bool) -> np.ndarray:
+    """Rows: the steps of every run in order; columns: STEP_COLUMNS, role ns, role count."""
+    index = {
+        key: i
+        for i, role in enumerate(kernels)
+        for key in (role.head_keys if head else role.base_keys)
+    }
     n_k = len(kernels)
     blocks = []
     for run in runs:
@@ -191,6 +234,8 @@ def _matrix(runs: list[RunSamples], kernels: list[KernelInfo], head: bool) -> np
             run.kernels.join(steps.select("step", _row=pl.int_range(pl.len())), on="step")
             .with_columns(_col=pl.col("key").replace_strict(index, default=None))
             .drop_nulls("_col")
+            .group_by("_row", "_col")
+            .agg(pl.col("ns").sum(), pl.col("count").sum())
         )
         rows = cells.get_column("_row").to_numpy()
         cols = cells.get_column("_col").to_numpy() + len(STEP_COLUMNS)
@@ -200,12 +245,19 @@ def _matrix(runs: list[RunSamples], kernels: list[KernelInfo], head: bool) -> np
     return np.vstack(blocks)
 
 
-def samples(base: list[Analysis], head: list[Analysis]) -> Samples:
+def samples(base: list[Analysis], head: list[Analysis], phase: str | None = None) -> Samples:
     """Both sides' samples over one column layout (kernels matched across the sides), over
-    the steps of the phase both sides share (:func:`compared_phase`)."""
-    phase = compared_phase([*base, *head])
+    the steps of ``phase`` (default: the phase both sides share, :func:`compared_phase`)."""
+    phase = phase or compared_phase([*base, *head])
     runs_b = [run_samples(a, phase) for a in base]
     runs_h = [run_samples(a, phase) for a in head]
+    names = [
+        {k for r in runs for k in r.kernels.get_column("key").to_list()}
+        for runs in (runs_b, runs_h)
+    ]
+    if names[0] - names[1] and names[1] - names[0]:  # names differ: operators help match
+        for run in [*runs_b, *runs_h]:
+            run.ops = run.load_ops() if run.load_ops else run.ops
     kernels = match_kernels(runs_b, runs_h)
     columns = [*STEP_COLUMNS, *(f"ns:{k.key}" for k in kernels), *(f"n:{k.key}" for k in kernels)]
     return Samples(

@@ -75,6 +75,14 @@ def efficiency(data: dict[str, Any], top: int) -> list[str]:
     return ["#### Efficiency, same shapes on both sides", "", *items, ""]
 
 
+def operations(data: dict[str, Any], top: int) -> list[str]:
+    """The per-operation section, where both traces record launching operators."""
+    lines = dt.operation_lines(data, code, top)
+    if not lines:
+        return []
+    return ["", "#### Per operation (launching operator)", "", *(f"- {line}" for line in lines)]
+
+
 def render_diff_markdown(data: dict[str, Any], top: int = 10) -> str:
     """``Diff.to_dict()`` as a Markdown document: verdict, step time, movers, kernels, rule
     metrics, findings and a method footnote."""
@@ -103,9 +111,10 @@ def render_diff_markdown(data: dict[str, Any], top: int = 10) -> str:
         "",
         *movers(data, top),
         "",
-        "#### Kernels appearing or disappearing",
+        "#### Kernels appearing, disappearing or matched by role",
         "",
         *(presence or ["No kernel appeared or disappeared."]),
+        *operations(data, top),
         "",
         "#### Rule metrics",
         "",

@@ -88,6 +88,10 @@ def render_diff(data: dict[str, Any], top: int = 10, width: int = 120) -> Group:
     if presence:
         parts += [Text(), Text("kernels", style="bold")]
         parts += [Text(f"  {text}", style=STATUS_STYLE.get(kind, "")) for kind, text in presence]
+    operations = dt.operation_lines(data, printable, top)
+    if operations:
+        parts += [Text(), Text("per operation (launching operator)", style="bold")]
+        parts += [Text(f"  {line}") for line in operations]
     metric_rows = [
         [Text(r[0]), *(Text(c) for c in r[1:-1]), _status(r[-1])] for r in dt.metric_rows(data)
     ]

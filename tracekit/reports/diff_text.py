@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tracekit.names import short_name
 from tracekit.reports.format import cut, fmt_ns, fmt_pct
 
 Escape = Callable[[str], str]
@@ -203,9 +202,14 @@ def mover_rows(data: dict[str, Any], top: int) -> list[tuple[dict[str, Any], lis
     return rows
 
 
+# matched-by-role lines shown before "n more" (cross-vendor diffs match nearly every kernel)
+ROLE_LINES = 10
+
+
 def presence_lines(data: dict[str, Any], name: Escape) -> list[tuple[str, str]]:
-    """Kernels that appear, disappear, or were matched across a rename: (presence, text)."""
-    lines = []
+    """Kernels that appear, disappear, or were matched by role under other names (a rename,
+    another library or vendor; the largest changes first): (presence, text)."""
+    lines, matched = [], []
     for k in data["kernels"]:
         d, est = k["detail"], k["estimate"]
         what = f"{name(k['label'])} ({d['category']}{', fallback' if d['fallback'] else ''})"
@@ -225,16 +229,33 @@ def presence_lines(data: dict[str, Any], name: Escape) -> list[tuple[str, str]]:
                     f"{d['count_base']:.3g} launches per step",
                 )
             )
-        elif d["presence"] == "renamed":
-            lines.append(
+        elif d["presence"] in ("renamed", "role"):
+            matched.append(
                 (
                     "renamed",
-                    f"matched across a rename: {name(short_name(k['name']))} → "
-                    f"{name(short_name(d['head_name']))}: {signed_ns(est['delta'])} "
-                    "per step",
+                    f"matched by {d.get('matched_by') or 'name'}: {what}: "
+                    f"{fmt_ns(est['base'])} → {fmt_ns(est['head'])} per step",
                 )
             )
-    return lines
+    if len(matched) > ROLE_LINES:
+        more = len(matched) - ROLE_LINES
+        matched = [
+            *matched[:ROLE_LINES],
+            ("renamed", f"{more} more matched by role (--format json)"),
+        ]
+    return lines + matched
+
+
+def operation_lines(data: dict[str, Any], name: Escape, top: int = 10) -> list[str]:
+    """Per launching operator (where both traces record them), the largest changes first."""
+    out = []
+    for op in (data.get("operations") or [])[:top]:
+        out.append(
+            f"{name(op['op'])} ({op['category'] or '?'}): {fmt_ns(op['base_ns'])} → "
+            f"{fmt_ns(op['head_ns'])} per step ({signed_ns(op['delta_ns'])}), "
+            f"{op['count_base']:.3g} → {op['count_head']:.3g} launches"
+        )
+    return out
 
 
 def _metric_text(metric: str, value: float | None, signed: bool = False) -> str:
