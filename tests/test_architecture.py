@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("checks", "rules"),
     ("analysis",),
     ("cluster", "diff"),
+    ("trend",),
     ("reports",),
     ("demo",),
     ("cli", "__init__"),

@@ -13,9 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import re
-import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from tests.browser import launched, open_offline
 from tests.conftest import real_file
 from tracekit.cluster import ClusterAnalysis, Part, merge
 from tracekit.cluster.part import DRILL_ROWS
@@ -338,26 +337,9 @@ def test_real_cluster_pages(name: str, tmp_path: Path) -> None:
 
 
 # ---------- in a real browser ----------
-CHROMIUM = os.environ.get("TRACEKIT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-
-
 @pytest.fixture(scope="module")
 def browser() -> Any:
-    if os.environ.get("TRACEKIT_REQUIRE_BROWSER") == "1":
-        import playwright.sync_api as sync_api
-
-        assert Path(CHROMIUM).exists(), f"no Chromium at {CHROMIUM}"
-    else:
-        sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-        if not Path(CHROMIUM).exists():
-            pytest.skip(f"no Chromium at {CHROMIUM} (.ci/run installs it)")
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--host-resolver-rules=MAP * ~NOTFOUND"],
-        )
-        yield launched
-        launched.close()
+    yield from launched()
 
 
 CELL_CENTRE = """([id, x, y]) => {
@@ -383,26 +365,8 @@ def test_browser_heatmaps_and_rank_drill_down(
 ) -> None:
     out = tmp_path / "cluster.html"
     write_cluster_html(cluster, out)
-    context = browser.new_context(
-        offline=True, viewport={"width": 1400, "height": 900}, reduced_motion="reduce"
-    )
-    errors: list[str] = []
-    dialogs: list[str] = []
-    outside: list[str] = []
-    context.route(
-        "**/*",
-        lambda r: (
-            r.continue_()
-            if r.request.url.startswith("file:")
-            else (outside.append(r.request.url), r.abort())
-        ),
-    )
-    page = context.new_page()
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    page.goto(out.as_uri())
-    page.wait_for_selector("body[data-ready='1']", timeout=60_000)
+    opened = open_offline(browser, out)
+    page, errors, dialogs, outside = opened.page, opened.errors, opened.dialogs, opened.outside
     # both heatmaps are drawn, from the step metrics (ms)
     for plot_id, column in (("plot-heat-dur", "dur"), ("plot-heat-wait", "sync_wait_ns")):
         drawn = page.evaluate(
@@ -439,4 +403,4 @@ def test_browser_heatmaps_and_rank_drill_down(
     injected = "img, iframe, object, embed, [onerror], [onload]"
     assert page.evaluate(f"() => document.querySelectorAll('{injected}').length") == 0
     assert errors == [] and dialogs == [] and outside == []
-    context.close()
+    page.context.close()

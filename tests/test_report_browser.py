@@ -10,8 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,41 +18,15 @@ import polars as pl
 import pytest
 
 import tracekit
+from tests.browser import Opened, launched, open_offline
 from tests.conftest import HOSTILE_FILE, HOSTILE_GPU, HOSTILE_NAMES, hostile_trace, run_cli
 from tracekit.demo import demo_paths
 from tracekit.model import ranked
 
-CHROMIUM = os.environ.get("TRACEKIT_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-# .ci/run sets TRACEKIT_REQUIRE_BROWSER=1: there a missing browser fails instead of skipping.
-if os.environ.get("TRACEKIT_REQUIRE_BROWSER") == "1":
-    import playwright.sync_api as sync_api
-
-    assert Path(CHROMIUM).exists(), f"no Chromium at {CHROMIUM}"
-else:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (.ci/run installs it)", allow_module_level=True)
-
-
-@dataclass
-class Opened:
-    """A report page and what it did while loading."""
-
-    page: Any
-    errors: list[str] = field(default_factory=list)
-    dialogs: list[str] = field(default_factory=list)
-    outside: list[str] = field(default_factory=list)
-
 
 @pytest.fixture(scope="module")
 def browser() -> Any:
-    with sync_api.sync_playwright() as p:
-        launched = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--host-resolver-rules=MAP * ~NOTFOUND"],
-        )
-        yield launched
-        launched.close()
+    yield from launched()
 
 
 @pytest.fixture(scope="module")
@@ -70,28 +43,8 @@ def report(traces: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path
 
 
 def open_report(browser: Any, path: Path) -> Opened:
-    """Open ``path`` offline (every non-file request aborted) and wait for the figures."""
-    context = browser.new_context(offline=True, viewport={"width": 1400, "height": 900})
-    opened = Opened(page=context.new_page())
-
-    def route(r: Any) -> None:
-        if r.request.url.startswith("file:"):
-            r.continue_()
-        else:
-            opened.outside.append(r.request.url)
-            r.abort()
-
-    context.route("**/*", route)
-    page = opened.page
-    page.on("console", lambda m: opened.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: opened.errors.append(str(e)))
-    page.on("dialog", lambda d: (opened.dialogs.append(d.message), d.dismiss()))
-    page.on(
-        "request", lambda r: None if r.url.startswith("file:") else opened.outside.append(r.url)
-    )
-    page.goto(path.as_uri())
-    page.wait_for_selector("body[data-ready='1']", timeout=60_000)
-    return opened
+    """Open ``path`` offline and wait for the figures (the page animates as it would)."""
+    return open_offline(browser, path, reduced_motion=False)
 
 
 @pytest.fixture(scope="module")

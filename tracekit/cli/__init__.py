@@ -1,8 +1,9 @@
 """The `tracekit` command line (typer): info, summary, analyze, check, report, rules, convert,
-demo, diff, cluster.
+demo, diff, cluster, trend.
 
-The commands are in :mod:`.commands` and :mod:`.diff_command`, what they share in
-:mod:`.common`; :data:`app` lists them and :func:`run` is the console entry point.
+The commands are in :mod:`.commands`, :mod:`.diff_command` and :mod:`.trend_command`, what
+they share in :mod:`.common`; :data:`app` lists them and :func:`run` is the console entry
+point.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from tracekit.cli.commands import (
 )
 from tracekit.cli.common import escape, stderr
 from tracekit.cli.diff_command import diff_command
+from tracekit.cli.trend_command import trend_command
 from tracekit.errors import TraceError
 from tracekit.names import printable
 from tracekit.parsers.base import STRICT_ENV
@@ -84,6 +86,7 @@ app.command()(demo)
 app.command()(formats)
 app.command(name="diff")(diff_command)
 app.command(name="cluster")(cluster_command)
+app.command(name="trend")(trend_command)
 
 
 def _usage_errors() -> tuple[type[Exception], Any]:

@@ -53,16 +53,22 @@ def analyze_cluster(
     return merge(parts, settings)
 
 
-def on_processes(inputs: list[str], settings: Settings, workers: int) -> list[Part]:
-    """Each input analysed by one of ``workers`` fresh local processes (here when 1)."""
+def on_processes(
+    inputs: list[str],
+    settings: Settings,
+    workers: int,
+    task: Callable[[str, Settings], Part] = analyse_part,
+) -> list[Part]:
+    """Each input analysed as one ``task`` by one of ``workers`` fresh local processes (here
+    when 1), results in input order."""
     if workers < 1:
         raise TraceError(f"--workers {workers}: give 1 or more")
     count = min(workers, len(inputs))
     if count <= 1:
-        return [analyse_part(p, settings) for p in inputs]
+        return [task(p, settings) for p in inputs]
     try:
         with ProcessPoolExecutor(count, mp_context=get_context("spawn")) as pool:
-            return list(pool.map(analyse_part, inputs, [settings] * len(inputs)))
+            return list(pool.map(task, inputs, [settings] * len(inputs)))
     except BrokenProcessPool:
         raise TraceError(
             "a worker process died (out of memory? or, from Python, a script without"
