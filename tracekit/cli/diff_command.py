@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -12,7 +14,6 @@ from tracekit.cli.common import (
     DeviceOpt,
     MarkerOpt,
     OptionOpt,
-    OutputOpt,
     PatternsOpt,
     RulesOpt,
     one_line_errors,
@@ -26,6 +27,16 @@ from tracekit.reports import terminal
 
 SideArg = Annotated[
     str, typer.Argument(help="A trace, a folder of runs (or one trace), or a quoted glob of runs.")
+]
+FORMATS = ("term", "md", "json", "github")
+DiffFormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        help="term (default), md (for a PR comment), json, or github (workflow annotations, "
+        "and the Markdown verdict appended to $GITHUB_STEP_SUMMARY when it is set).",
+    ),
 ]
 
 
@@ -41,36 +52,26 @@ def share(text: str, option: str) -> float:
     return fraction
 
 
-@one_line_errors
-def diff_command(
-    base: SideArg,
-    head: SideArg,
-    threshold: Annotated[
-        str, typer.Option(help="Smallest change that fails the gate: 5% or 0.05.")
-    ] = "5%",
-    min_impact: Annotated[
-        str, typer.Option(help="A category gates only when its change is this share of a step.")
-    ] = "1%",
-    output: OutputOpt = "term",
-    top: Annotated[int, typer.Option(min=1, help="How many categories and kernels to list.")] = 10,
-    rules: RulesOpt = None,
-    step_marker: MarkerOpt = None,
-    patterns: PatternsOpt = None,
-    option: OptionOpt = None,
-    device: DeviceOpt = None,
-    allow_low_confidence: Annotated[
-        bool,
-        typer.Option(help="Gate even when steps were found with low confidence (else exit 2)."),
-    ] = False,
-) -> None:
-    """Compare a baseline with a candidate: exit 0 when no regression beyond the threshold is
-    significant, 1 when one is, 2 on an error (low-confidence steps included)."""
+def run_diff(
+    base: str,
+    head: str,
+    threshold: str = "5%",
+    min_impact: str = "1%",
+    *,
+    rules: str | None = None,
+    step_marker: str | None = None,
+    patterns: Path | None = None,
+    option: list[str] | None = None,
+    device: str | None = None,
+    allow_low_confidence: bool = False,
+) -> dict[str, Any]:
+    """Analyse the runs of both sides and compare them: ``Diff.to_dict()``. What ``tracekit
+    diff`` and the GitHub gate (:mod:`tracekit.cli.github_gate`) share; TraceError on bad
+    input."""
     from tracekit.analysis import analyze
     from tracekit.diff import compare
     from tracekit.runs import find_runs
 
-    if output not in ("term", "md", "json"):
-        raise TraceError(f"--format {output!r}: choose term, md or json")
     limits = share(threshold, "--threshold"), share(min_impact, "--min-impact")
     ids, opts = rule_ids(rules), rule_options(option)
     sides = [
@@ -87,10 +88,55 @@ def diff_command(
         ]
         for spec in (base, head)
     ]
-    data = compare(sides[0], sides[1], *limits, allow_low_confidence=allow_low_confidence)
-    data = data.to_dict()
+    return compare(sides[0], sides[1], *limits, allow_low_confidence=allow_low_confidence).to_dict()
+
+
+@one_line_errors
+def diff_command(
+    base: SideArg,
+    head: SideArg,
+    threshold: Annotated[
+        str, typer.Option(help="Smallest change that fails the gate: 5% or 0.05.")
+    ] = "5%",
+    min_impact: Annotated[
+        str, typer.Option(help="A category gates only when its change is this share of a step.")
+    ] = "1%",
+    output: DiffFormatOpt = "term",
+    top: Annotated[int, typer.Option(min=1, help="How many categories and kernels to list.")] = 10,
+    rules: RulesOpt = None,
+    step_marker: MarkerOpt = None,
+    patterns: PatternsOpt = None,
+    option: OptionOpt = None,
+    device: DeviceOpt = None,
+    allow_low_confidence: Annotated[
+        bool,
+        typer.Option(help="Gate even when steps were found with low confidence (else exit 2)."),
+    ] = False,
+) -> None:
+    """Compare a baseline with a candidate: exit 0 when no regression beyond the threshold is
+    significant, 1 when one is, 2 on an error (low-confidence steps included)."""
+    if output not in FORMATS:
+        raise TraceError(f"--format {output!r}: choose term, md, json or github")
+    data = run_diff(
+        base,
+        head,
+        threshold,
+        min_impact,
+        rules=rules,
+        step_marker=step_marker,
+        patterns=patterns,
+        option=option,
+        device=device,
+        allow_low_confidence=allow_low_confidence,
+    )
     if output == "json":
         print_json(data)
+    elif output == "github":
+        from tracekit.reports import diff_github
+
+        sys.stdout.write("".join(line + "\n" for line in diff_github.annotations(data)))
+        if os.environ.get("GITHUB_STEP_SUMMARY"):
+            diff_github.append_summary(os.environ["GITHUB_STEP_SUMMARY"], data, top)
     elif output == "md":
         from tracekit.reports.diff_markdown import render_diff_markdown
 
