@@ -65,8 +65,9 @@ class RunSamples:
     phases: bool = False  # whether any of its steps has a phase
     ops: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=OPS_SCHEMA))
     sequences: list[list[str]] = field(default_factory=list)
-    # reads ``ops`` from the trace: only when some names differ between the sides
+    # read ``ops`` and ``sequences`` from the trace: only when names differ between the sides
     load_ops: Callable[[], pl.DataFrame] | None = None
+    load_sequences: Callable[[], list[list[str]]] | None = None
 
 
 @dataclass
@@ -149,8 +150,9 @@ def run_samples(analysis: Analysis, phase: str = "all") -> RunSamples:
         left_out,
         phased,
         pl.DataFrame(schema=OPS_SCHEMA),
-        _sequences(work),
+        [],
         lambda: _launching_ops(analysis.rows, work).with_columns(pl.col("ns") / devices),
+        lambda: _sequences(work),
     )
 
 
@@ -255,9 +257,11 @@ def samples(base: list[Analysis], head: list[Analysis], phase: str | None = None
         {k for r in runs for k in r.kernels.get_column("key").to_list()}
         for runs in (runs_b, runs_h)
     ]
-    if names[0] - names[1] and names[1] - names[0]:  # names differ: operators help match
-        for run in [*runs_b, *runs_h]:
-            run.ops = run.load_ops() if run.load_ops else run.ops
+    for run in [*runs_b, *runs_h]:  # what role matching reads beyond the names
+        if names[0] - names[1] and names[1] - names[0] and run.load_ops:
+            run.ops = run.load_ops()  # operators pair names that differ on both sides
+        if names[0] != names[1] and run.load_sequences:
+            run.sequences = run.load_sequences()  # places pair what is left on either side
     kernels = match_kernels(runs_b, runs_h)
     columns = [*STEP_COLUMNS, *(f"ns:{k.key}" for k in kernels), *(f"n:{k.key}" for k in kernels)]
     return Samples(
