@@ -19,12 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_roofline import build, spread  # noqa: E402  (bench/ is a folder of scripts)
+
 QWEN = "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
 PAIR = (
     f"nvidia/tracelens-h100-hf-qwen1.5-0.5b/{QWEN}",
@@ -52,11 +54,6 @@ def child(checkout: Path, paths: list[str]) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def spread(values: list[float]) -> str:
-    """``median s (min–max)``."""
-    return f"{statistics.median(values):.2f} s ({min(values):.2f}–{max(values):.2f})"
-
-
 def main() -> None:
     """Time both comparisons, alternating with the peer, and print the medians."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -65,9 +62,6 @@ def main() -> None:
     parser.add_argument("--big", default="/tmp/tracekit-bench/roofline-2000000.json")
     args = parser.parse_args()
     if not Path(args.big).is_file():
-        sys.path.insert(0, str(ROOT / "bench"))
-        from bench_roofline import build
-
         args.big = str(build(2_000_000))
     real = Path(os.environ.get("TRACEKIT_REAL_TRACES", ROOT.parent / "shared" / "traces"))
     cases = {"same": [args.big], "vendors": [str(real / p) for p in PAIR]}
