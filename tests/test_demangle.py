@@ -173,7 +173,6 @@ def test_without_a_demangler_the_timeline_says_names_stay_mangled(
     import importlib
 
     monkeypatch.setattr(importlib.import_module("tracekit.parsers.demangle"), "pycxxfilt", None)
-    monkeypatch.setattr(importlib.import_module("tracekit.load"), "pycxxfilt", None)
     demangle.cache_clear()
     table = build_table({"ts": [0, 10], "dur": [5, 5], "kind": ["kernel"] * 2,
                          "name": [SILU, "main"], "device": [0, 0]})  # fmt: skip

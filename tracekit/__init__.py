@@ -1,8 +1,41 @@
 """tracekit: make GPU/NPU profiler traces of LLM inference readable."""
 
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from tracekit.errors import TraceError
-from tracekit.load import load
-from tracekit.timeline import Timeline
+
+if TYPE_CHECKING:
+    from tracekit.timeline import Timeline
+
+
+def load(
+    path: str | Path, format: str | None = None, progress: Callable[[str], None] | None = None
+) -> Timeline:
+    """Read a trace into a :class:`Timeline` (see :func:`tracekit.load.load`); the readers,
+    pyarrow and polars are imported on first use, so ``import tracekit`` stays light."""
+    from tracekit.load import load as run
+
+    return run(path, format, progress)
+
+
+class _Package(types.ModuleType):
+    """The package's module type: importing the submodule ``tracekit.load`` leaves the
+    attribute ``tracekit.load`` the function, as an eager ``from tracekit.load import load``
+    did."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "load" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def analyze(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -13,11 +46,16 @@ def analyze(*args, **kwargs):  # type: ignore[no-untyped-def]
 
 
 def __getattr__(name: str) -> object:
-    """``Analysis`` and ``Finding``, imported on first use (keeps ``import tracekit`` light)."""
+    """``Analysis``, ``Finding`` and ``Timeline``, imported on first use (keeps ``import
+    tracekit`` light)."""
     if name == "Analysis":
         from tracekit.analysis import Analysis
 
         return Analysis
+    if name == "Timeline":
+        from tracekit.timeline import Timeline
+
+        return Timeline
     if name == "Finding":
         from tracekit.model import Finding
 

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from tracekit.errors import TraceError
 from tracekit.parsers import registry
-from tracekit.parsers.demangle import demangle_events, mangled_left, pycxxfilt
+from tracekit.parsers.demangle import demangle_events, demangler_missing, mangled_left
 from tracekit.parsers.probe import Probe
 from tracekit.parsers.processes import scope_ranks
 from tracekit.taxonomy import vendor_of_calls
@@ -87,7 +87,7 @@ def load(path: str | Path, format: str | None = None, progress=None) -> Timeline
     demangled = demangle_events(events)
     if demangled is not events:
         timeline = Timeline(demangled, timeline.meta)
-    elif pycxxfilt is None and (left := mangled_left(events)):
+    elif demangler_missing() and (left := mangled_left(events)):
         timeline.warn(
             f"{left} kernel name(s) are mangled (_Z…) and no demangler is installed (pycxxfilt"
             " needs Python >= 3.11): names, categories and communication may be missed"

@@ -9,6 +9,7 @@ point.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -33,7 +34,6 @@ from tracekit.cli.trend_command import trend_command
 from tracekit.errors import TraceError
 from tracekit.names import printable
 from tracekit.parsers.base import STRICT_ENV
-from tracekit.reports import terminal
 
 app = typer.Typer(
     name="tracekit",
@@ -64,7 +64,12 @@ def main(
     ] = None,
 ) -> None:
     """Make GPU/NPU profiler traces of LLM inference readable."""
-    terminal.NO_COLOR = no_color
+    # The terminal views (polars, the models) are imported by the commands that print; one
+    # not yet imported starts with NO_COLOR off.
+    if no_color or "tracekit.reports.terminal" in sys.modules:
+        from tracekit.reports import terminal
+
+        terminal.NO_COLOR = no_color
     if strict:
         os.environ[STRICT_ENV] = "1"  # worker processes inherit it
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 import typer
@@ -24,11 +24,11 @@ from tracekit.cli.common import (
     rule_options,
     stderr,
 )
-from tracekit.cluster import ClusterAnalysis, Settings, analyze_cluster
 from tracekit.errors import TraceError
 from tracekit.progress import Spinner
-from tracekit.reports import terminal
-from tracekit.reports.cluster_text import cluster_markdown, cluster_terminal
+
+if TYPE_CHECKING:  # the cluster code (polars, the readers) is imported when the command runs
+    from tracekit.cluster import ClusterAnalysis
 
 FORMS = ("term", "md", "json", "html")
 
@@ -69,6 +69,10 @@ def cluster_command(
     """Analyse every rank of a run in parallel: per-rank step times, time each rank waited
     for the others at collectives (clocks aligned from the collectives), and the stragglers
     that made them wait."""
+    from tracekit.cluster import Settings, analyze_cluster
+    from tracekit.reports import terminal
+    from tracekit.reports.cluster_text import cluster_terminal
+
     if output not in FORMS:
         raise TraceError(f"--format {output!r}: choose term, md, json or html")
     if output == "html" and out is None:
@@ -97,6 +101,8 @@ def cluster_command(
 
 def _render(result: ClusterAnalysis, output: str) -> str:
     """The cluster as text in ``output`` form (``term``: plain text of the terminal view)."""
+    from tracekit.reports.cluster_text import cluster_markdown, cluster_terminal
+
     if output == "json":
         data = result.to_dict()
         return msgspec.json.format(msgspec.json.encode(data), indent=2).decode() + "\n"

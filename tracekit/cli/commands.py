@@ -11,7 +11,7 @@ import typer
 from rich.console import Console, Group
 from rich.text import Text
 
-from tracekit import memory, stats
+from tracekit import memory
 from tracekit.cli.common import (
     DeviceOpt,
     FormatOpt,
@@ -32,18 +32,17 @@ from tracekit.cli.common import (
     stderr,
 )
 from tracekit.errors import TraceError
-from tracekit.export import check_output, save
-from tracekit.load import load
 from tracekit.names import printable
 from tracekit.progress import Spinner
-from tracekit.reports import terminal
 
 
 @one_line_errors
 def info(trace: TraceArg, json: JsonOpt = False, format: FormatOpt = None) -> None:
     """Format, producer, devices, event counts per kind, streams, span and parser warnings;
     first, whether the capture looks incomplete."""
+    from tracekit import stats
     from tracekit.checks.capture import capture_check, capture_note
+    from tracekit.reports import terminal
 
     timeline = read_trace(trace, format)
     data = stats.info(timeline)
@@ -68,7 +67,8 @@ def summary(
     device: DeviceOpt = None,
 ) -> None:
     """Device busy time per kind and stream, the top kernels, per-step metrics and findings."""
-    from tracekit.reports import steps_terminal
+    from tracekit import stats
+    from tracekit.reports import steps_terminal, terminal
 
     timeline = read_trace(trace, format)
     data = stats.summary(timeline, top=top)
@@ -182,6 +182,7 @@ def check(
 ) -> None:
     """tracekit checks its own numbers: accounting identities and the vendor's summaries.
     One line per check, failing first; exit 1 when one fails, 2 on bad input."""
+    from tracekit.reports import terminal
     from tracekit.reports.checks_text import capture_line, render_checks, tally
 
     analysis = analysis_of(read_trace(trace, format), "", step_marker, patterns, None, device)
@@ -234,6 +235,8 @@ def convert(
 ) -> None:
     """Save the normalized timeline as Parquet, Arrow IPC (metadata preserved) or a Perfetto
     trace (.pftrace, opens in ui.perfetto.dev)."""
+    from tracekit.export import check_output, save
+
     if output.resolve() == trace.resolve():
         raise TraceError(f"{output}: refusing to overwrite the input trace; choose another name")
     check_output(output)  # before reading a large trace
@@ -254,6 +257,8 @@ def demo(
     """Analyse the bundled DeepSeek-V4-like decode traces (Nsight Systems on an H200, torch_npu
     on an Ascend 910B), print their summary and write their HTML report side by side."""
     from tracekit.demo import demo_paths, render_demo
+    from tracekit.load import load
+    from tracekit.reports import terminal
     from tracekit.reports.report import render
 
     analyses = [analysis_of(load(path), None, None, None, None) for path in demo_paths()]

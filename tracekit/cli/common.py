@@ -16,14 +16,12 @@ from rich.console import Console
 
 from tracekit import memory
 from tracekit.errors import TraceError
-from tracekit.load import load
 from tracekit.names import printable
 from tracekit.progress import Spinner
-from tracekit.reports import terminal
-from tracekit.timeline import Timeline
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where a command reads a trace, not for --help
     from tracekit.analysis import Analysis
+    from tracekit.timeline import Timeline
 
 stderr = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -101,6 +99,8 @@ def escape(text: str) -> str:
 def read_trace(path: Path, format: str | None = None) -> Timeline:
     """Load a trace, with a transient progress line on stderr when it is a terminal and the
     load takes a while."""
+    from tracekit.load import load
+
     name = escape(path.name)
     memory.state.update(doing=f"reading {path.name}", input=path)
     with Spinner(stderr, f"reading {name}") as spinner:
@@ -164,6 +164,8 @@ def analysis_of(
 
 def emit(data: dict[str, Any], output: str, terminal_view: Callable[[], Any]) -> None:
     """Print an analysis as ``term``, ``md`` or ``json``."""
+    from tracekit.reports import terminal
+
     if output == "json":
         print_json(data)
     elif output == "md":

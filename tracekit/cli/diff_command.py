@@ -23,7 +23,6 @@ from tracekit.cli.common import (
     rule_options,
 )
 from tracekit.errors import TraceError
-from tracekit.reports import terminal
 
 SideArg = Annotated[
     str, typer.Argument(help="A trace, a folder of runs (or one trace), or a quoted glob of runs.")
@@ -115,6 +114,8 @@ def diff_command(
 ) -> None:
     """Compare a baseline with a candidate: exit 0 when no regression beyond the threshold is
     significant, 1 when one is, 2 on an error (low-confidence steps included)."""
+    from tracekit.reports import terminal
+
     if output not in FORMATS:
         raise TraceError(f"--format {output!r}: choose term, md, json or github")
     data = run_diff(

@@ -23,7 +23,6 @@ from tracekit.cli.common import (
 )
 from tracekit.cli.diff_command import share
 from tracekit.errors import TraceError
-from tracekit.reports import terminal
 
 FORMATS = ("term", "md", "json", "html")
 DEFAULT_HTML = "tracekit-trend.html"
@@ -80,6 +79,7 @@ def trend_command(
     interval, and the changes behind every significant move. Exit 0 (not a gate), 2 on an
     error."""
     from tracekit.cluster.part import Settings
+    from tracekit.reports import terminal
     from tracekit.trend import trend
     from tracekit.trend.series import parse_labels
 

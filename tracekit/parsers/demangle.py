@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -19,10 +20,28 @@ import pyarrow.compute as pc
 
 from tracekit.timeline import spelled_out
 
-try:  # abi3 wheels for CPython >= 3.11; on 3.10 names stay as recorded
-    import pycxxfilt
-except ImportError:  # pragma: no cover - Python 3.10
-    pycxxfilt = None
+_UNREAD = object()
+# The demangler module: imported on the first mangled name (most traces have none); None
+# where it cannot be (abi3 wheels for CPython >= 3.11; on 3.10 names stay as recorded).
+pycxxfilt: Any = _UNREAD
+
+
+def demangler() -> Any:
+    """The ``pycxxfilt`` module, imported on first use; None where it is not installed."""
+    global pycxxfilt
+    if pycxxfilt is _UNREAD:
+        try:
+            import pycxxfilt as module
+        except ImportError:  # pragma: no cover - Python 3.10
+            module = None
+        pycxxfilt = module
+    return pycxxfilt
+
+
+def demangler_missing() -> bool:
+    """Whether a mangled name met no demangler (False while none was needed)."""
+    return pycxxfilt is None
+
 
 ARG_KEY = "mangled_name"
 # The AMD kernel-descriptor suffix and GCC/LLVM clone suffixes are not part of the C++ name.
@@ -36,12 +55,12 @@ _SUFFIX = re.compile(
 def demangle(name: str) -> str | None:
     """The demangled form of an Itanium-mangled symbol (``.kd`` and clone suffixes dropped),
     or None when ``name`` is not one (or no demangler is installed)."""
-    if pycxxfilt is None or not name.startswith(("_Z", "__Z")):
+    if not name.startswith(("_Z", "__Z")) or (module := demangler()) is None:
         return None
     core = _SUFFIX.sub("", name)
     core = core[1:] if core.startswith("__Z") else core  # Mach-O's extra underscore
     try:
-        out = pycxxfilt.itanium_demangle(core)
+        out = module.itanium_demangle(core)
     except ValueError:  # looks mangled but is not ("_Z", "_Zfoo")
         return None
     return out or None
