@@ -1,13 +1,16 @@
 """Benchmark: `tracekit report` and `tracekit summary` end to end on 10M events per format.
 
-    python bench/bench_scale.py [--events 10000000] [--formats kineto,nsys,npu-db]
+    python bench/bench_scale.py [--events 10000000] [--formats kineto,nsys,npu-db,kineto-steps]
                                 [--commands report,summary] [--cache DIR]
                                 [--repeat N] [--peer CHECKOUT]
 
 Run by hand, never as a test. The faulty scenario (``bench_analysis.timeline``: every fault
 planted, tiled in time; for the db export the Ascend decode of ``fixtures.ascend_scenario``)
 is written once per format to ``--cache`` (outside the repository):
-a Kineto JSON trace, an Nsight Systems SQLite export and a torch_npu db export. Then each
+a Kineto JSON trace, an Nsight Systems SQLite export and a torch_npu db export; and
+``kineto-steps``, many tiny steps (a small model decoding for long: the one-layer scenario
+with CUDA graphs, ~23 kernels and ~38 timeline rows a step, tiled in time), a Kineto JSON
+trace whose ``--events`` counts timeline rows: 10M rows are ~263,000 steps. Then each
 command runs in a fresh process per input, which prints the wall time and the peak RSS after
 each phase: read (``tracekit.load``), analyse (``tracekit.analyze``) and render (the HTML page
 written for ``report``; the summary's terminal view, to /dev/null, for ``summary``), and the
@@ -32,7 +35,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 CACHE = Path("/tmp/tracekit-bench/scale")
-FORMATS = ("kineto", "nsys", "npu-db")
+FORMATS = ("kineto", "nsys", "npu-db")  # the default; kineto-steps on demand
+STEP_ROWS = 38  # timeline rows per step of the many-step input
 
 
 def build(fmt: str, events: int, cache: Path) -> Path:
@@ -43,6 +47,7 @@ def build(fmt: str, events: int, cache: Path) -> Path:
         "kineto": cache / f"scale-{events}.json",
         "nsys": cache / f"scale-{events}.sqlite",
         "npu-db": cache / f"scale-{events}-npu",
+        "kineto-steps": cache / f"steps-{events}.json",
     }[fmt]
     if target.exists():
         return target
@@ -51,6 +56,13 @@ def build(fmt: str, events: int, cache: Path) -> Path:
     t = time.perf_counter()
     if fmt == "npu-db":
         return _npu_db(events, target, t)
+    if fmt == "kineto-steps":
+        from fixtures.kineto_writer import write_kineto_json
+
+        frame = _strings(many_steps(events))
+        write_kineto_json(frame, target)
+        print(f"wrote {target} ({frame.height:,} rows) in {time.perf_counter() - t:.0f} s")
+        return target
     if fmt == "kineto":
         from fixtures.kineto_writer import write_kineto_json
 
@@ -64,6 +76,19 @@ def build(fmt: str, events: int, cache: Path) -> Path:
         write_nsys_sqlite(frame, target)
     print(f"wrote {target} ({frame.height:,} rows) in {time.perf_counter() - t:.0f} s")
     return target
+
+
+def many_steps(rows: int) -> pl.DataFrame:
+    """At least ``rows`` timeline rows of a small model decoding for long: the one-layer
+    scenario (piecewise CUDA graphs, every fault planted, 20 % jitter) tiled in time, about
+    :data:`STEP_ROWS` rows a step."""
+    from fixtures.scenario import build_scenario, tile_in_time
+    from tracekit.timeline import KINDS
+
+    sc = build_scenario(steps=8, layers=1, graphs="piecewise", fallback_kernel=True,
+                        exposed_all_to_all=True, idle_bubble_ns=100_000,
+                        unfused_collective=True, jitter=0.2)  # fmt: skip
+    return tile_in_time(sc.events, KINDS, rows, 50_000)
 
 
 def _strings(frame: pl.DataFrame) -> pl.DataFrame:

@@ -10,8 +10,6 @@ arrives :data:`DELAY_NS` later, so the others wait exactly that long on it.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import re
 from dataclasses import replace
@@ -23,6 +21,7 @@ import pytest
 
 from tests.browser import launched, open_offline
 from tests.conftest import real_file
+from tests.test_page_size import check_scripts
 from tracekit.cluster import ClusterAnalysis, Part, merge
 from tracekit.cluster.part import DRILL_ROWS
 from tracekit.metrics.columns import METRIC_COLUMNS
@@ -176,20 +175,9 @@ def check_numbers(cluster: ClusterAnalysis, data: dict[str, Any]) -> None:
 
 
 def check_safe(page: str) -> None:
-    """One CSP that allows exactly the page's two scripts, by hash, and no network."""
-    csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">', page)
-    assert csp is not None
-    rules = dict(r.strip().split(" ", 1) for r in csp.group(1).split(";"))
-    assert rules["default-src"] == "'none'" and rules["connect-src"] == "'none'"
-    scripts = re.findall(r"<script>(.*?)</script>", page, flags=re.S)
-    assert len(scripts) == 2 and scripts[0] == _plotly_js()
-    hashes = {
-        "'sha256-" + base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() + "'"
-        for s in scripts
-    }
-    assert set(rules["script-src"].split()) == hashes
-    assert len(re.findall(r"<script\b", page)) == 3
-    assert not re.search(r"<script[^>]*\bsrc=", page)
+    """One CSP that allows exactly the page's three scripts (the loader, the page script and
+    the packed plotly.js), by hash, and no network."""
+    check_scripts(page)
 
 
 def test_payload_numbers_are_the_frames(cluster: ClusterAnalysis, page: str) -> None:

@@ -11,7 +11,7 @@ the browser and needs no network.
 Safety is the report's (:mod:`tracekit.reports.html`): the payload sits in a
 ``<script type="application/json">`` with ``<``, ``>``, ``&`` and U+2028/9 written as JSON
 escapes; the page inserts trace names only as text or entity-escaped plotly labels; a
-Content-Security-Policy allows only the page's own two scripts, by hash, and no network.
+Content-Security-Policy allows only the page's own three scripts, by hash, and no network.
 """
 
 from __future__ import annotations

@@ -1,16 +1,19 @@
 """The HTML report: one self-contained page per set of traces.
 
-:func:`payload` prepares one JSON document (per trace: overview, the ``step_metrics`` table,
+:func:`payload` prepares one JSON document (per trace: overview, the ``step_metrics`` table
+or, past ``html_bins.MAX_STEP_ROWS`` rows, its bins and extreme steps as ``step_bins``,
 the drill-down events of a few steps, stream overlap, findings, kernels, and the roofline
 chart's operators and roofs where the trace has shapes); :func:`render_html`
-embeds it, plotly.js (from the installed ``plotly`` package) and the page script
-(``templates/report.js``) into ``templates/report.html``. The page draws every figure in the
+embeds it, plotly.js (from the installed ``plotly`` package, gzipped and packed by
+:mod:`tracekit.reports.html_pack`) and the page script (``templates/report.js``) into
+``templates/report.html``. The page draws every figure in the
 browser from the payload and needs no network.
 
 Safety: the payload sits in a ``<script type="application/json">`` with ``<``, ``>``, ``&``
 and U+2028/9 written as JSON escapes, so no trace name can close the element; the page
 inserts names only as text (``textContent``) or entity-escaped plotly labels; a
-Content-Security-Policy allows only the page's own two scripts (by hash) and no network.
+Content-Security-Policy allows only the page's own scripts by hash (the loader, the page
+script, and plotly.js which the loader unpacks and inserts) and no network.
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ from tracekit.analysis import Analysis
 from tracekit.metrics.columns import LABELS
 from tracekit.model import ordered
 from tracekit.reports.format import ROOFLINE_TABLE
+from tracekit.reports.html_bins import aggregate, aggregated
 from tracekit.reports.html_findings import SHOWN, page_findings
 from tracekit.reports.html_gantt import CLASSES, Strings, gantt
+from tracekit.reports.html_pack import packed_plotly, plotly_js
 from tracekit.reports.html_roofline import roofline_payload
 from tracekit.reports.html_steps import default_steps, embedded_steps, step_table, step_times
 from tracekit.reports.html_trace import (
@@ -78,9 +83,12 @@ def trace_payload(
     chosen = embedded_steps(metrics, analysis.findings, list(extra_steps), max_steps, SHOWN)
     all_steps = step_times(metrics)["step"].to_list()
     roofline = roofline_payload(analysis)
+    # past MAX_STEP_ROWS rows: bins and the extreme and drilled-down steps (html_bins)
+    steps, bins = aggregate(metrics, step_table, chosen) if aggregated(metrics) else (None, None)
     return {
         "overview": overview(analysis, label),
-        "steps": step_table(metrics),
+        "steps": step_table(metrics) if steps is None else steps,
+        **({"step_bins": bins} if bins is not None else {}),
         "defaults": default_steps(metrics),
         "gantt": gantt(analysis, chosen, max_events, strings),
         "max_events": max_events,
@@ -135,11 +143,10 @@ def _asset(name: str) -> str:
 
 
 def _plotly_js() -> str:
-    from plotly.offline import get_plotlyjs
-
-    return get_plotlyjs()
+    return plotly_js()
 
 
+@cache
 def _sha256(script: str) -> str:
     digest = hashlib.sha256(script.encode("utf-8")).digest()
     return f"'sha256-{base64.b64encode(digest).decode()}'"
@@ -147,14 +154,18 @@ def _sha256(script: str) -> str:
 
 def page(template: str, script: str, title: str, data: dict[str, Any]) -> str:
     """A self-contained page: ``template`` filled with the ``title``, the stylesheet,
-    plotly.js, the payload ``data`` and the page ``script`` (after the shared helpers of
-    ``common.js``), under a Content-Security-Policy that allows exactly those two scripts."""
-    plotly_js, app_js = _plotly_js(), _asset("common.js") + _asset(script)
+    plotly.js (packed; ``templates/loader.js`` unpacks and runs it), the payload ``data`` and
+    the page ``script`` (after the shared helpers of ``common.js``, started by the loader once
+    plotly.js has run), under a Content-Security-Policy that allows exactly those three
+    scripts."""
+    loader_js = _asset("loader.js")
+    app_js = "tracekitStart(function () {\n" + _asset("common.js") + _asset(script) + "});\n"
     parts = {
         "title": html.escape(title),
-        "csp": f"{_sha256(plotly_js)} {_sha256(app_js)}",
+        "csp": " ".join(map(_sha256, (loader_js, app_js, _plotly_js()))),
         "style": _asset("report.css"),
-        "plotly": plotly_js,
+        "plotly": packed_plotly(),
+        "loader": loader_js,
         "payload": embed_json(data),
         "script": app_js,
         "version": html.escape(__version__),

@@ -19,6 +19,7 @@ from tracekit.reports.format import steps_text, worst_text
 SHOWN = 10  # rows of the findings table per trace; the worst steps of these are embedded
 MAX_FINDINGS = 200  # findings the page carries per trace; --format json has every one
 EVIDENCE_ITEMS = 100  # items kept of each evidence list
+STEP_ITEMS = 100  # steps kept of a finding's step list (the first ones; its worst is ``step``)
 
 
 def evidence_strings(evidence: dict[str, Any]) -> Iterator[str]:
@@ -41,6 +42,8 @@ def _trimmed(out: dict[str, Any]) -> dict[str, Any]:
     if cut:
         evidence["truncated"] = cut  # list -> its full length
     out["evidence"] = evidence
+    if len(out["steps"]) > STEP_ITEMS:  # steps_text says where it occurs; the count here
+        out["steps_total"], out["steps"] = len(out["steps"]), out["steps"][:STEP_ITEMS]
     return out
 
 
@@ -56,7 +59,8 @@ def page_findings(
     findings: list[Finding], work: pl.DataFrame, all_steps: list[int]
 ) -> list[dict[str, Any]]:
     """The findings the page carries, ranked (at most :data:`MAX_FINDINGS`): each as
-    ``Finding.to_dict()`` with its evidence trimmed, plus ``steps_text`` (``every step`` or
+    ``Finding.to_dict()`` with its evidence and its step list trimmed (``steps_total``: the
+    full count, where cut), plus ``steps_text`` (``every step`` or
     ranges), ``worst_text`` and ``names`` (the evidence's strings that are device events)."""
     listed = [f.to_dict() for f in ranked(findings)[:MAX_FINDINGS]]
     candidates = {s for f in listed for s in evidence_strings(f["evidence"])}
@@ -64,11 +68,8 @@ def page_findings(
     out = []
     for f in listed:
         names = list(dict.fromkeys(s for s in evidence_strings(f["evidence"]) if s in known))
-        page = _trimmed(f)
-        page.update(
-            steps_text=steps_text(f, all_steps),
-            worst_text=worst_text(f),
-            names=names[:EVIDENCE_ITEMS],
-        )
+        texts = {"steps_text": steps_text(f, all_steps), "worst_text": worst_text(f)}
+        page = _trimmed(f)  # after the texts: it cuts the step list
+        page.update(**texts, names=names[:EVIDENCE_ITEMS])
         out.append(page)
     return out

@@ -33,15 +33,17 @@ def outliers(metrics: pl.DataFrame) -> pl.Series:
     return metrics.select(flag.alias("outlier"))["outlier"]
 
 
-def step_table(metrics: pl.DataFrame) -> dict[str, list[Any]]:
-    """``step_metrics`` column by column (every value as analysed) plus ``outlier``; the
-    roofline's columns too when some step has a roofline bound."""
+def step_table(metrics: pl.DataFrame, keep: pl.Series | None = None) -> dict[str, list[Any]]:
+    """``step_metrics`` column by column (every value as analysed) plus ``outlier`` (Tukey's
+    fences over all rows); only the rows where ``keep`` is true when given; the roofline's
+    columns too when some step has a roofline bound."""
     columns = list(METRIC_COLUMNS)
     if "roofline_ns" in metrics.columns and metrics["roofline_ns"].is_not_null().any():
         columns += ROOFLINE_TABLE
-    table = {col: metrics[col].to_list() for col in columns}
-    table["outlier"] = outliers(metrics).to_list()
-    return table
+    rows = metrics.select(columns).with_columns(outlier=outliers(metrics))
+    if keep is not None:
+        rows = rows.filter(keep)
+    return {col: rows[col].to_list() for col in rows.columns}
 
 
 def step_times(metrics: pl.DataFrame) -> pl.DataFrame:

@@ -22,7 +22,7 @@ names each and every run 12 warnings (the test's worst case: about 0.76 MB).
 
 Safety is the report's (:mod:`tracekit.reports.html`): the payload is embedded with ``<``,
 ``>``, ``&`` written as JSON escapes, the page inserts names only as text or entity-escaped
-plotly labels, and a Content-Security-Policy allows only the page's own two scripts.
+plotly labels, and a Content-Security-Policy allows only the page's own three scripts.
 """
 
 from __future__ import annotations

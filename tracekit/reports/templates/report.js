@@ -47,9 +47,30 @@
       });
       let label = TRACES.length > 1 ? trace.overview.label : "";
       if (series.length > 1) label += (label ? " · " : "") + "rank " + rank + " dev " + device;
-      PANELS.push({ ti, rank, device, idx, label: label || trace.overview.label });
+      // many steps (trace.step_bins): bins of consecutive steps drawn instead of every step
+      const bins = trace.step_bins ? trace.step_bins.bins : null, bidx = [];
+      if (bins) bins.count.forEach((_, i) => { if (bins.rank[i] === rank && bins.device[i] === device) bidx.push(i); });
+      PANELS.push({ ti, rank, device, idx, bins, bidx, label: label || trace.overview.label });
     }
   });
+  const AGGREGATED = TRACES.filter((t) => t.step_bins);
+  if (AGGREGATED.length) {  // say what the page aggregated, above the first chart
+    const note = el("div", { id: "aggregation-note", class: "note" });
+    AGGREGATED.forEach((t) => note.append(el("p", { text: (TRACES.length > 1 ? t.overview.label + ": " : "") + t.step_bins.note })));
+    document.getElementById("plot-time").before(note);
+  }
+  function binColumn(p, name) {  // a bin column of a panel; a category no step has: zeros
+    const c = p.bins[name];
+    return p.bidx.map((i) => (c ? c[i] : 0));
+  }
+  function binX(p) { return p.bidx.map((i) => (p.bins.first[i] + p.bins.last[i]) / 2); }
+  function binText(p) {
+    return p.bidx.map((i) => "steps " + p.bins.first[i] + "–" + p.bins.last[i] + " (" + p.bins.phase[i] + ", " + fmtInt(p.bins.count[i]) + ")");
+  }
+  function area(trace, panel, color) {  // a stacked area of bin means
+    return Object.assign(trace, { type: "scatter", mode: "lines", stackgroup: "p" + panel,
+      line: { width: 0.5, color }, fillcolor: color });
+  }
   const SHOWN = PANELS.slice(0, MAX_PANELS);
   if (PANELS.length > MAX_PANELS) {
     document.getElementById("panel-note").textContent =
@@ -73,7 +94,7 @@
     return layout;
   }
   function stepAxis(extra) {  // integer ticks: one per step for short traces, else automatic
-    const n = Math.max(0, ...TRACES.map((t) => t.steps.step.length));
+    const n = Math.max(0, ...TRACES.map((t) => (t.step_bins ? t.step_bins.rows : t.steps.step.length)));
     return Object.assign({ title: { text: "step" } }, n <= 30 ? { dtick: 1 } : {}, extra || {});
   }
   function ms(values) { return values.map((v) => (v === null ? null : v / 1e6)); }
@@ -87,6 +108,18 @@
   function drawTime() {
     const data = [];
     SHOWN.forEach((p, i) => {
+      if (p.bins) {  // means per bin
+        const x = binX(p), text = binText(p), busy = binColumn(p, "mean_busy_ns");
+        const compute = binColumn(p, "mean_compute_ns"), exposed = binColumn(p, "mean_exposed_comm_ns");
+        const other = busy.map((b, k) => Math.max(b - compute[k] - exposed[k], 0));
+        const parts = [compute, exposed, other, binColumn(p, "mean_idle_ns")];
+        TIME_PARTS.forEach(([name, color], k) => data.push(area({
+          name, x, y: ms(parts[k]), text, legendgroup: name, showlegend: i === 0,
+          xaxis: "x" + (i ? i + 1 : ""), yaxis: "y", meta: [p.ti],
+          hovertemplate: "%{text}<br>" + name + ": %{y:.3f} ms (mean)<extra>" + esc(p.label) + "</extra>",
+        }, i, color)));
+        return;
+      }
       const t = TRACES[p.ti], idx = p.idx;
       const step = column(t, "step", idx), busy = column(t, "busy_ns", idx);
       const compute = column(t, "compute_ns", idx), exposed = column(t, "exposed_comm_ns", idx);
@@ -112,6 +145,25 @@
   function drawCategories() {
     const data = [];
     SHOWN.forEach((p, i) => {
+      if (p.bins) {  // means per bin, the median step time as the line
+        const x = binX(p), text = binText(p), ax = "x" + (i ? i + 1 : "");
+        for (const cat of DATA.categories) {
+          const values = binColumn(p, "mean_cat_" + cat + "_ns");
+          if (!values.some((v) => v > 0)) continue;
+          const [color] = CLASS_STYLE[cat] || ["#999"];
+          data.push(area({
+            name: cat, x, y: ms(values), text, legendgroup: cat,
+            showlegend: !data.some((d) => d.name === cat), xaxis: ax, yaxis: "y", meta: [p.ti],
+            hovertemplate: "%{text}<br>" + cat + ": %{y:.3f} ms (mean)<extra>" + esc(p.label) + "</extra>",
+          }, i, color));
+        }
+        data.push({
+          type: "scatter", mode: "lines", name: "step duration (median)", x, y: ms(binColumn(p, "median")), text,
+          line: { color: "#1d2330", width: 1.5 }, legendgroup: "dur", showlegend: i === 0, xaxis: ax, yaxis: "y",
+          meta: [p.ti], hovertemplate: "%{text}: median %{y:.3f} ms<extra>" + esc(p.label) + "</extra>",
+        });
+        return;
+      }
       const t = TRACES[p.ti], step = column(t, "step", p.idx), ax = "x" + (i ? i + 1 : "");
       for (const cat of DATA.categories) {
         const values = column(t, "cat_" + cat + "_ns", p.idx);
@@ -141,6 +193,7 @@
   function drawDurations() {
     const data = [];
     PANELS.forEach((p) => {
+      if (p.bins) { data.push(...binnedDurations(p)); return; }
       const t = TRACES[p.ti], step = column(t, "step", p.idx), dur = ms(column(t, "dur", p.idx));
       const out = p.idx.map((i) => t.steps.outlier[i]);
       data.push({
@@ -165,8 +218,33 @@
     });
   }
 
+  function binnedDurations(p) {  // p10–p90 band, median line, the kept extreme steps as points
+    const t = TRACES[p.ti], x = binX(p), text = binText(p), label = esc(p.label);
+    const step = column(t, "step", p.idx), dur = ms(column(t, "dur", p.idx));
+    return [
+      { type: "scatter", mode: "lines", x, y: ms(binColumn(p, "p10")), line: { width: 0, color: "#4c78a8" },
+        legendgroup: "band" + p.ti + p.label, showlegend: false, hoverinfo: "skip", meta: [p.ti] },
+      { type: "scatter", mode: "lines", name: "p10–p90 · " + label, x, y: ms(binColumn(p, "p90")), fill: "tonexty",
+        fillcolor: "rgba(76,120,168,0.25)", line: { width: 0, color: "#4c78a8" }, legendgroup: "band" + p.ti + p.label,
+        text, meta: [p.ti], hovertemplate: "%{text}: p90 %{y:.3f} ms<extra>" + label + "</extra>" },
+      { type: "scatter", mode: "lines", name: "median · " + label, x, y: ms(binColumn(p, "median")), text,
+        line: { color: "#1d2330", width: 1.5 }, meta: [p.ti],
+        hovertemplate: "%{text}: median %{y:.3f} ms<extra>" + label + "</extra>" },
+      { type: "scatter", mode: "markers", name: "slowest and fastest steps · " + label, x: step, y: dur,
+        marker: { size: 6, color: p.idx.map((i) => (t.steps.outlier[i] ? "#c0392b" : "#4c78a8")) }, meta: [p.ti],
+        hovertemplate: "step %{x}: %{y:.3f} ms<extra>" + label + "</extra>" },
+    ];
+  }
+
   function drawCommOverlap() {
     const data = PANELS.map((p) => {
+      if (p.bins) {
+        return {
+          type: "scatter", mode: "lines", name: esc(p.label), x: binX(p), text: binText(p), meta: [p.ti],
+          y: binColumn(p, "mean_comm_overlap_ratio").map((r) => (r === null ? null : 100 * r)),
+          hovertemplate: "%{text}: %{y:.1f}% of communication overlapped (mean)<extra>" + esc(p.label) + "</extra>",
+        };
+      }
       const t = TRACES[p.ti];
       return {
         type: "scatter", mode: p.idx.length > MAX_BARS ? "lines" : "lines+markers", name: esc(p.label),
@@ -433,9 +511,24 @@
           return c === "comm_overlap_ratio" || c === "shaped_share" ? fmtPct(v) : c.endsWith("_ns") || c === "dur" || c === "ns_per_token" ? fmtNs(v) : String(v);
         }).concat(t.steps.outlier[i] ? ["outlier"] : [""]));
       }
+      if (t.step_bins) box.append(binTable(t.step_bins));
       box.append(table([...cols.map((c) => DATA.labels[c] || c), ""], rows));
       if (n < t.steps.step.length) box.append(el("p", { class: "note", text: "First " + n + " of " + t.steps.step.length + " rows; all are in --format json." }));
     });
+  }
+  function binTable(sb) {  // the bins of an aggregated trace, then its kept steps' rows
+    const b = sb.bins, n = Math.min(b.count.length, 2000), rows = [];
+    for (let i = 0; i < n; i++) {
+      rows.push([b.first[i] + "–" + b.last[i], String(b.rank[i]), String(b.device[i]), b.phase[i], fmtInt(b.count[i]),
+        fmtNs(b.median[i]), fmtNs(b.p10[i]), fmtNs(b.p90[i]), fmtNs(b.min[i]), fmtNs(b.max[i]),
+        fmtNs(b.mean_busy_ns[i]), fmtNs(b.mean_compute_ns[i]), fmtNs(b.mean_exposed_comm_ns[i]), fmtNs(b.mean_idle_ns[i])]);
+    }
+    const part = el("div", { class: "step-bins" });
+    part.append(el("p", { class: "note", text: sb.note }));
+    part.append(table(["steps", "rank", "dev", "phase", "count", "median", "p10", "p90", "min", "max",
+      "busy (mean)", "compute (mean)", "exposed comm (mean)", "idle (mean)"], rows));
+    part.append(el("p", { class: "note", text: "The slowest, fastest and drilled-down steps, one row each:" }));
+    return part;
   }
   function buildChecks() {  // failing first, one row each
     const order = { fail: 0, warn: 1, pass: 2, skip: 3 };
