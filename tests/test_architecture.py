@@ -15,7 +15,17 @@ MAX_LINES = 450
 LAYERS: list[tuple[str, ...]] = [
     ("errors",),
     ("timeline",),
-    ("intervals", "names", "engine_frames", "pftrace", "progress", "bootstrap", "data", "memory"),
+    (
+        "intervals",
+        "names",
+        "units",
+        "engine_frames",
+        "pftrace",
+        "progress",
+        "bootstrap",
+        "data",
+        "memory",
+    ),
     ("parsers", "taxonomy"),
     ("load", "runs", "export", "stats", "stack"),
     ("steps",),

@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from tracekit import units
 from tracekit.metrics.steps import phase_summary
 from tracekit.names import printable
 from tracekit.taxonomy import CATEGORIES
@@ -74,20 +75,18 @@ def cut(text: object, limit: int = TEXT_CHARS) -> str:
 
 
 def fmt_ns(ns: float | None, signed: bool = False) -> str:
-    """A duration in ns as ``812 ns`` / ``4.20 µs`` / ``1.53 ms`` / ``2.100 s`` (``-``: none)."""
-    if ns is None:
-        return "-"
-    size = abs(float(ns))
-    sign = ("+" if ns > 0 else "-" if ns < 0 else "±") if signed else ("-" if ns < 0 else "")
-    for unit, scale, digits in (("s", 1e9, 3), ("ms", 1e6, 2), ("µs", 1e3, 2)):
-        if size >= scale:
-            return f"{sign}{size / scale:.{digits}f} {unit}"
-    return f"{sign}{size:.0f} ns"
+    """A duration in ns as ``812 ns`` / ``4.20 µs`` / ``1.53 ms`` / ``2.100 s`` (``-``: none);
+    with ``signed`` a sign first (``±`` for zero)."""
+    if ns is None or not signed:
+        return units.fmt_ns(ns)
+    return ("+" if ns > 0 else "-" if ns < 0 else "±") + units.fmt_ns(abs(ns))
 
 
 def fmt_pct(ratio: float | None, signed: bool = False) -> str:
     """A ratio as a percentage with one decimal (``+`` first when ``signed``)."""
-    return "-" if ratio is None else f"{100 * ratio:{'+' if signed else ''}.1f}%"
+    if ratio is None or not signed:
+        return units.fmt_pct(ratio)
+    return f"{100 * ratio:+.1f}%"
 
 
 def cell(value: object) -> str:

@@ -9,6 +9,7 @@ from dataclasses import fields
 from typing import Any
 
 from tracekit.model import Finding, ranked
+from tracekit.units import fmt_ns, fmt_pct
 
 # The step-metrics columns of a step table (terminal and Markdown), in order; their headings
 # are in tracekit.metrics.columns.LABELS.
@@ -37,25 +38,6 @@ def step_table_keys(rows: list[dict[str, Any]]) -> tuple[str, ...]:
     (``step_metrics`` records) has a ``roofline_ns``."""
     shaped = any(r.get("roofline_ns") is not None for r in rows)
     return STEP_TABLE + ROOFLINE_TABLE if shaped else STEP_TABLE
-
-
-def fmt_ns(ns: float | int | None) -> str:
-    """A duration in ns as a short human string: ``812 ns``, ``4.20 µs``, ``1.53 ms``, ``2.1 s``."""
-    if ns is None:
-        return "-"
-    ns = float(ns)
-    if abs(ns) < 1_000:
-        return f"{ns:.0f} ns"
-    if abs(ns) < 1_000_000:
-        return f"{ns / 1e3:.2f} µs"
-    if abs(ns) < 1_000_000_000:
-        return f"{ns / 1e6:.2f} ms"
-    return f"{ns / 1e9:.3f} s"
-
-
-def fmt_pct(ratio: float | None) -> str:
-    """A ratio as a percentage with one decimal."""
-    return "-" if ratio is None else f"{100 * ratio:.1f}%"
 
 
 def metric_cell(key: str, value: Any, text: Callable[[Any], str]) -> str:

@@ -27,7 +27,6 @@ plotly labels, and a Content-Security-Policy allows only the page's own three sc
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from tracekit.errors import TraceError
@@ -238,10 +237,3 @@ def page_title(data: dict[str, Any]) -> str:
 def render_trend_html(data: dict[str, Any], *, max_runs: int = MAX_RUNS) -> str:
     """The trend page of a trend JSON document (``Trend.to_dict()``)."""
     return page(TEMPLATE, SCRIPT, page_title(data), trend_payload(data, max_runs=max_runs))
-
-
-def write_trend_html(data: dict[str, Any], path: str | Path) -> int:
-    """Write the trend page of ``data`` to ``path``; return its size in bytes."""
-    text = render_trend_html(data).encode("utf-8")
-    Path(path).write_bytes(text)
-    return len(text)

@@ -46,23 +46,13 @@ def share_text(share: float) -> str:
 
 
 def names_of(change: Change) -> tuple[list[str], list[str]]:
-    """The kernel keys of a diff kernel row on each side (role rows list them; rows of a
-    diff without roles are one key, or two when renamed)."""
-    detail = change.detail
-    if "base_names" in detail and "head_names" in detail:
-        return list(detail["base_names"] or []), list(detail["head_names"] or [])
-    presence = detail.get("presence")
-    base = [] if presence == "appeared" else [change.name]
-    head = [] if presence == "disappeared" else [detail.get("head_name") or change.name]
-    return base, head
+    """The kernel keys of a diff kernel row (a role) on each side."""
+    return list(change.detail["base_names"]), list(change.detail["head_names"])
 
 
 def matched_by(change: Change) -> str | None:
-    """How the row's two sides were matched (``name`` for the same key)."""
-    detail = change.detail
-    if "matched_by" in detail:
-        return detail["matched_by"]
-    return {"both": "name", "renamed": "function"}.get(detail.get("presence", ""))
+    """How the row's two sides were matched (None: on one side only)."""
+    return change.detail["matched_by"]
 
 
 def _short(names: list[str]) -> str:
