@@ -8,9 +8,10 @@ Run by hand, never as a test. The faulty scenario (``bench_analysis.timeline``: 
 planted, tiled in time; for the db export the Ascend decode of ``fixtures.ascend_scenario``)
 is written once per format to ``--cache`` (outside the repository):
 a Kineto JSON trace, an Nsight Systems SQLite export and a torch_npu db export; and
-``kineto-steps``, many tiny steps (a small model decoding for long: the one-layer scenario
-with CUDA graphs, ~23 kernels and ~38 timeline rows a step, tiled in time), a Kineto JSON
-trace whose ``--events`` counts timeline rows: 10M rows are ~263,000 steps. Then each
+``kineto-steps``, many tiny steps (a small model decoding for long under one CUDA graph per
+step: the one-layer scenario's graph kernels, 13 a step, one ``cudaGraphLaunch``, tiled in
+time), a Kineto JSON trace of ``--events`` trace events, ~35 a step: 10M events are ~280,000
+steps, ~4.5M timeline rows. Then each
 command runs in a fresh process per input, which prints the wall time and the peak RSS after
 each phase: read (``tracekit.load``), analyse (``tracekit.analyze``) and render (the HTML page
 written for ``report``; the summary's terminal view, to /dev/null, for ``summary``), and the
@@ -59,7 +60,7 @@ def build(fmt: str, events: int, cache: Path) -> Path:
     if fmt == "kineto-steps":
         from fixtures.kineto_writer import write_kineto_json
 
-        frame = _strings(many_steps(events))
+        frame = _strings(many_steps(events * 1000 // _events_per_1000_rows(many_steps(16_000))))
         write_kineto_json(frame, target)
         print(f"wrote {target} ({frame.height:,} rows) in {time.perf_counter() - t:.0f} s")
         return target
@@ -67,7 +68,7 @@ def build(fmt: str, events: int, cache: Path) -> Path:
         from fixtures.kineto_writer import write_kineto_json
 
         # a Kineto trace of `events` trace events (the writer adds flow events to the rows)
-        frame = timeline(-(-events * 1000 // _kineto_events_per_1000_rows())).df
+        frame = timeline(-(-events * 1000 // _events_per_1000_rows(timeline(100_000).df))).df
         write_kineto_json(_strings(frame), target)
     else:
         frame = _strings(timeline(events).df)
@@ -79,32 +80,44 @@ def build(fmt: str, events: int, cache: Path) -> Path:
 
 
 def many_steps(rows: int) -> pl.DataFrame:
-    """At least ``rows`` timeline rows of a small model decoding for long: the one-layer
-    scenario (piecewise CUDA graphs, every fault planted, 20 % jitter) tiled in time, about
-    :data:`STEP_ROWS` rows a step."""
-    from fixtures.scenario import build_scenario, tile_in_time
+    """At least ``rows`` timeline rows of a small model decoding for long: one step of
+    :func:`_graph_step` tiled in time."""
+    from fixtures.scenario import tile_in_time
     from tracekit.timeline import KINDS
 
-    sc = build_scenario(steps=8, layers=1, graphs="piecewise", fallback_kernel=True,
-                        exposed_all_to_all=True, idle_bubble_ns=100_000,
-                        unfused_collective=True, jitter=0.2)  # fmt: skip
-    return tile_in_time(sc.events, KINDS, rows, 50_000)
+    return tile_in_time(_graph_step(), KINDS, rows, 50_000)
+
+
+def _graph_step() -> pl.DataFrame:
+    """The first step of the one-layer scenario (piecewise CUDA graphs, 20 % jitter) as one
+    full CUDA graph: its step range, its first ``cudaGraphLaunch`` and the 13 kernels its
+    graphs ran on the compute and communication streams, all under that launch's correlation
+    id; the shared-expert stream, the eager launches, copies and sync left out."""
+    from fixtures.scenario import build_scenario
+
+    events = build_scenario(steps=1, layers=1, graphs="piecewise", jitter=0.2).events
+    launches = events.filter(pl.col("name").cast(pl.String) == "cudaGraphLaunch")
+    graph_corr = launches["corr"].to_list()
+    first = launches.head(1)
+    kernels = events.filter(
+        pl.col("kind") == "kernel", pl.col("corr").is_in(graph_corr), pl.col("stream") != 13
+    )
+    step = pl.concat([events.filter(pl.col("kind") == "range"), first, kernels.with_columns(
+        corr=pl.lit(first["corr"].item(), pl.Int64))])  # fmt: skip
+    return step.sort("ts", maintain_order=True)
 
 
 def _strings(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col("kind", "name", "engine").cast(pl.String))
 
 
-def _kineto_events_per_1000_rows() -> int:
-    """Trace events the Kineto writer makes of 1,000 rows of the benchmark's scenario
-    (measured on 100,000)."""
+def _events_per_1000_rows(frame: pl.DataFrame) -> int:
+    """Trace events the Kineto writer makes of 1,000 rows of ``frame``."""
     import tempfile
-
-    from bench_analysis import timeline
 
     from fixtures.kineto_writer import write_kineto_json
 
-    frame = _strings(timeline(100_000).df)
+    frame = _strings(frame)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "t.json"
         write_kineto_json(frame, path)
