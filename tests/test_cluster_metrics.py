@@ -10,7 +10,7 @@ import pytest
 from tracekit.checks.cluster import cluster_checks
 from tracekit.metrics.clocks import clock_offsets
 from tracekit.metrics.collectives import LAUNCH_COLUMNS
-from tracekit.metrics.waits import align, stragglers, sync_waits
+from tracekit.metrics.waits import align, collectives, stragglers, sync_waits
 
 OFFSETS = {0: 0, 1: 5_000_000, 2: -3_000_000}
 DUR = 50_000
@@ -104,6 +104,21 @@ def test_one_rank_has_no_waits_and_no_cross_rank_checks() -> None:
     assert table["ranks"].unique().to_list() == [1]
     assert not table["matched"].any()
     assert cluster_checks(table, clocks, {}, 1) == []
+
+
+def test_launches_alone_in_their_instances_read_as_the_windows_would() -> None:
+    """One rank's launches skip the per-instance windows: the same table as the general path
+    (forced by giving a copy of one launch a second device of the same rank)."""
+    alone = _launches({}, instances=12).filter(pl.col("rank") == 1)
+    table, clocks = align(alone)
+    twin = alone.head(1).with_columns(device=pl.lit(9, pl.Int32), instance=pl.lit("twin"))
+    general = collectives(pl.concat([alone, twin.with_columns(instance=pl.lit("0:0"))]), clocks)
+    general = general.filter(pl.col("device") != 9)
+    shared = general.filter(pl.col("instance") == "0:0")
+    assert shared["end_spread_ns"].to_list() == [0]  # a twin with the same end
+    assert table.drop("end_spread_ns").equals(general.drop("end_spread_ns"))
+    assert table["algbw_gbps"].to_list() == [8_000_000 / DUR] * 12  # bytes over its span
+    assert table["wait_ns"].null_count() == 12 and table["skew_ns"].sum() == 0
 
 
 def test_ranks_that_share_no_collective_are_aligned_within_their_sets() -> None:

@@ -7,11 +7,11 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from tracekit.metrics import IS_COMPUTE, KEY
+from tracekit.metrics import KEY
 from tracekit.metrics.shapes import ASCEND_SHAPES, launching_op_dims, matmul_shape
-from tracekit.metrics.streams import comm_exposure
 from tracekit.model import Context, Finding
 from tracekit.rules.base import Rule
+from tracekit.rules.exposure import step_exposure
 from tracekit.rules.fusion_pairs import (
     PRIORITY,
     fused_kind,
@@ -82,10 +82,9 @@ class Mc2(Rule):
 
     def run(self, ctx: Context) -> list[Finding]:
         """One finding per unfused GEMM + collective pair and per fused operator."""
-        work = ctx.work.lazy().filter(pl.col("step").is_not_null())
         parts = [self._pairs(ctx, vendor_of(ctx.meta))]
         if self.opts["fused"]:
-            parts.append(_fused(work))
+            parts.append(_fused(ctx))
         obs = [p for p in parts if p.height]
         if not obs:
             return []
@@ -167,13 +166,15 @@ def _judged(pairs: pl.DataFrame, vendor: str | None) -> pl.DataFrame:
     )
 
 
-def _fused(work: pl.LazyFrame) -> pl.DataFrame:
+def _fused(ctx: Context) -> pl.DataFrame:
     """Observations of the fused operators: one row per (pattern, rank, device, step)."""
-    if not work.select(pl.col("is_fused_comm").any()).collect().item():
+    if not ctx.work["is_fused_comm"].any():
         return pl.DataFrame()
-    # the fused rows and the compute rows they may overlap: exposure of nothing else
-    mine = work.lazy().filter(pl.col("step").is_not_null() & (pl.col("is_fused_comm") | IS_COMPUTE))
-    rows = labelled(comm_exposure(mine), "name", "_op")
+    # a fused operator is communication: its rows of the steps' exposure (rule overlap's)
+    rows = step_exposure(ctx).filter(pl.col("is_fused_comm"))
+    if rows.height == 0:
+        return pl.DataFrame()
+    rows = labelled(rows, "name", "_op")
     return (
         rows.with_columns(pattern=pl.format("fused: {}", "_op"))
         .sort("ts")

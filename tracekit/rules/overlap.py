@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 import polars as pl
 
 from tracekit.metrics import KEY
-from tracekit.metrics.streams import comm_exposure
 from tracekit.model import Context, Finding
 from tracekit.rules.base import Rule
+from tracekit.rules.exposure import step_exposure
 from tracekit.rules.mc2 import Mc2
 from tracekit.rules.never_overlapped import NEVER, credited, never_overlapped
 from tracekit.rules.patterns import (
@@ -26,11 +26,10 @@ STATS = ("exposed_ns", "count", "wait_ns", "peer_wait_ns")
 NEVER_COLUMNS = ("comm_ns", "overlap_ratio", "usual")
 
 
-def exposure(work: pl.DataFrame, min_ns: int) -> pl.DataFrame:
+def exposure(ctx: Context, min_ns: int) -> pl.DataFrame:
     """The communication rows in steps of at least ``min_ns`` with ``overlap_ns``
-    (:func:`tracekit.metrics.streams.comm_exposure`), ``ratio`` (its share of ``dur``) and
-    ``name`` as text."""
-    rows = comm_exposure(work.lazy().filter(pl.col("step").is_not_null()))
+    (:func:`step_exposure`), ``ratio`` (its share of ``dur``) and ``name`` as text."""
+    rows = step_exposure(ctx)
     return rows.filter(pl.col("dur") >= min_ns).with_columns(
         ratio=pl.col("overlap_ns") / pl.col("dur"), name=pl.col("name").cast(pl.String)
     )
@@ -133,7 +132,7 @@ class Overlap(Rule):
         """One finding per collective that ran exposed where it is usually hidden, and per
         collective never overlapped that holds ``min_share`` of the step time."""
         o = self.opts
-        rows = exposure(ctx.work, o["min_ns"])
+        rows = exposure(ctx, o["min_ns"])
         if rows.height == 0:
             return []
         broken = _broken(ctx, exposed_instances(rows, o["exposed_below"], o["usually_above"]))
