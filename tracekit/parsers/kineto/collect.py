@@ -217,9 +217,9 @@ class EventColumns:
             if key == "collective":
                 collectives = values.count(None) < n
             if key == "input_dims":  # Raw views of the input text, copied out
-                values = [_json_bytes(v) for v in values]
+                values = _json_column(values)
             elif key in ("input_types", "concrete_inputs"):  # strings: spaces kept
-                values = [_json_bytes(v, compact=False) for v in values]
+                values = _json_column(values, compact=False)
             group.add(key, values)
 
     def take_batch(self) -> Batch:
@@ -230,6 +230,20 @@ class EventColumns:
 
 
 _LINE_BREAKS = re.compile(rb"\r?\n[ \t]*")
+
+
+def _json_column(values: list[Any], compact: bool = True) -> list[bytes | None]:
+    """:func:`_json_bytes` of every value; a column of Raw texts (the typed decoder's) is
+    joined, cleaned and split again in one pass each instead of a call per value."""
+    if not values:
+        return []
+    try:
+        # no JSON text holds a NUL byte (control characters in strings are escaped)
+        joined = b"\0".join(values)
+    except TypeError:  # values decoded leniently (lists, strings) or None
+        return [_json_bytes(v, compact) for v in values]
+    joined = joined.translate(None, b" \n\t\r") if compact else _LINE_BREAKS.sub(b"", joined)
+    return [None if text == b"null" else text for text in joined.split(b"\0")]
 
 
 def _json_bytes(value: Any, compact: bool = True) -> bytes | None:
