@@ -14,6 +14,13 @@ import pytest
 REAL_ENV = "TRACEKIT_REAL_TRACES"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _cache_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """tracekit's cache folder (the packed plotly.js) in the session's temporary folder, not
+    the user's ~/.cache; commands run as subprocesses inherit it."""
+    os.environ["TRACEKIT_CACHE_DIR"] = str(tmp_path_factory.mktemp("tracekit-cache"))
+
+
 def real_root() -> Path | None:
     """The folder of real traces named by $TRACEKIT_REAL_TRACES, or None."""
     value = os.environ.get(REAL_ENV)

@@ -21,6 +21,7 @@ import pytest
 from tests.browser import launched, open_offline
 from tests.conftest import run_cli
 from tracekit.demo import demo_paths
+from tracekit.reports import html_pack
 from tracekit.reports.html import _asset, _plotly_js
 from tracekit.reports.html_pack import UNSAFE, pack7, unpack7
 
@@ -161,3 +162,34 @@ def test_no_decompression_stream_says_so(browser: Any, demo_pages: dict[str, Pat
     )
     assert page.evaluate("() => document.body.dataset.ready") is None and errors == []
     page.context.close()
+
+
+def test_packed_plotly_is_kept_in_the_cache_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Packed once per installation: written whole with the sha256 of the text first, read
+    back without packing, packed again when the file does not match, and still served when
+    the folder cannot be written."""
+    monkeypatch.setenv("TRACEKIT_CACHE_DIR", str(tmp_path / "cache"))
+    html_pack.packed_plotly.cache_clear()
+    text = html_pack.packed_plotly()
+    (kept,) = (tmp_path / "cache").glob("plotly-*.txt")
+    digest, _, body = kept.read_text("utf-8").partition("\n")
+    assert body == text and digest == hashlib.sha256(text.encode()).hexdigest()
+    assert gzip.decompress(unpack7(text)).decode("utf-8") == _plotly_js()
+
+    def refuse(data: bytes) -> str:
+        raise AssertionError("packed again")
+
+    monkeypatch.setattr(html_pack, "pack7", refuse)
+    html_pack.packed_plotly.cache_clear()
+    assert html_pack.packed_plotly() == text  # read back, not packed
+    kept.write_text(f"{digest}\n{text[:-1]}", "utf-8")  # cut short: no longer matches
+    html_pack.packed_plotly.cache_clear()
+    with pytest.raises(AssertionError, match="packed again"):
+        html_pack.packed_plotly()
+    monkeypatch.undo()
+    monkeypatch.setenv("TRACEKIT_CACHE_DIR", str(kept))  # a file where the folder would be
+    html_pack.packed_plotly.cache_clear()
+    assert html_pack.packed_plotly() == text
+    html_pack.packed_plotly.cache_clear()

@@ -10,12 +10,20 @@ Why 7 bits per character rather than base64 (6): in a UTF-8 page every ASCII cha
 byte, so 7 bits is the densest one-byte text; base64 would leave the demo page over 2 MB. The
 three values the HTML parser would change or that could end the element (NUL, CR and ``<``)
 are written as U+0100 plus the value instead (two bytes in UTF-8, about 2% of the characters).
+
+Packing takes ~0.25 s, so the packed text is kept in a cache folder (``$TRACEKIT_CACHE_DIR``,
+else ``$XDG_CACHE_HOME/tracekit``, else ``~/.cache/tracekit``), one file per plotly.js
+bundle (named by its hash) that starts with the sha256 of the packed text: a file that does
+not match is packed again; a folder that cannot be written is only skipped.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import zlib
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 
@@ -63,5 +71,35 @@ def plotly_js() -> str:
 
 @cache
 def packed_plotly() -> str:
-    """plotly.js gzipped and packed by :func:`pack7` (computed once per process)."""
-    return pack7(gzip9(plotly_js().encode("utf-8")))
+    """plotly.js gzipped and packed by :func:`pack7`: read from the cache folder, else
+    computed (once per process) and kept there."""
+    bundle = plotly_js().encode("utf-8")
+    path = cache_dir() / f"plotly-{hashlib.sha256(bundle).hexdigest()[:24]}.txt"
+    try:
+        digest, _, text = path.read_text("utf-8").partition("\n")
+        if digest == _digest(text):
+            return text
+    except (OSError, UnicodeDecodeError):
+        pass
+    text = pack7(gzip9(bundle))
+    try:  # written whole under a temporary name, then renamed: never read half written
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        partial.write_text(f"{_digest(text)}\n{text}", "utf-8")
+        partial.replace(path)
+    except OSError:
+        pass
+    return text
+
+
+def cache_dir() -> Path:
+    """Where tracekit keeps what it computes once per installation."""
+    chosen = os.environ.get("TRACEKIT_CACHE_DIR")
+    if chosen:
+        return Path(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "tracekit"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
