@@ -38,6 +38,7 @@ from tracekit.parsers.base import STRICT_ENV
 app = typer.Typer(
     name="tracekit",
     help="Make GPU/NPU profiler traces of LLM inference readable.",
+    epilog="Example: tracekit report tracekit/data/demo.sqlite -o report.html",
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -80,18 +81,37 @@ def main(
     memory.start_guard(limit)
 
 
-app.command()(info)
-app.command()(summary)
-app.command()(report)
-app.command()(analyze)
-app.command()(check)
-app.command(name="rules")(list_rules)
-app.command()(convert)
-app.command()(demo)
-app.command()(formats)
-app.command(name="diff")(diff_command)
-app.command(name="cluster")(cluster_command)
-app.command(name="trend")(trend_command)
+# One example line per command (its --help ends with it; the reference page shows it).
+EXAMPLES = {
+    "info": "tracekit info tracekit/data/demo.sqlite",
+    "summary": "tracekit summary tracekit/data/demo.sqlite --top 5",
+    "report": "tracekit report tracekit/data/demo.sqlite -o report.html",
+    "analyze": "tracekit analyze tracekit/data/demo.sqlite --rules overlap,bubbles",
+    "check": "tracekit check tracekit/data/demo.sqlite",
+    "rules": "tracekit rules --json",
+    "convert": "tracekit convert tracekit/data/demo.sqlite -o demo.parquet",
+    "demo": "tracekit demo -o tracekit-demo.html",
+    "formats": "tracekit formats",
+    "diff": "tracekit diff 'runs/base-*.sqlite' 'runs/head-*.sqlite' --threshold 5% -f md",
+    "cluster": "tracekit cluster ranks/ -f html -o cluster.html",
+    "trend": "tracekit trend 'nightly/*.sqlite' -f html -o trend.html",
+}
+COMMANDS = {
+    "info": info,
+    "summary": summary,
+    "report": report,
+    "analyze": analyze,
+    "check": check,
+    "rules": list_rules,
+    "convert": convert,
+    "demo": demo,
+    "formats": formats,
+    "diff": diff_command,
+    "cluster": cluster_command,
+    "trend": trend_command,
+}
+for _name, _command in COMMANDS.items():
+    app.command(name=_name, epilog=f"Example: {EXAMPLES[_name]}")(_command)
 
 
 def _usage_errors() -> tuple[type[Exception], Any]:
