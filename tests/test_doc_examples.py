@@ -2,8 +2,9 @@
 
 One test per ```console block (id ``file:line``) fails with a unified diff when tracekit's
 output drifted (``python tools/doc_examples.py update`` rewrites them); the other tests check
-the checker itself on edited copies: an edited output fails, ``…`` cuts the comparison, an
-output marked as varying is run but not compared, a skipped block is not run.
+the checker itself on edited copies: an edited output fails, ``…`` cuts the comparison (at the
+end) or stands for the lines between (in the middle), an output marked as varying is run but
+not compared, a skipped block is not run.
 """
 
 from __future__ import annotations
@@ -126,6 +127,40 @@ def test_an_ellipsis_cuts_the_comparison(tmp_path: Path) -> None:
     lines = (tmp_path / "page.md").read_text().split("\n")
     dx.updated(bad, outcome, lines)
     assert lines[7:10] == ["$ tracekit formats", FORMATS_HEAD[0], "…"]
+
+
+def test_an_ellipsis_in_the_middle_stands_for_the_lines_between(tmp_path: Path) -> None:
+    """A ``…`` between shown lines covers zero or more printed lines up to where the shown
+    lines after it match; a line after it edited (or missing from the output) fails with a
+    diff naming it; update keeps the ``…`` and puts the printed line in place."""
+    ten = "$ seq 10\n1\n2\n{}\n…\n9\n10\n"
+    page = "".join(
+        f"```console\n{body}```\n\n"
+        for body in (
+            ten.format(3),  # covers 4..8
+            "$ seq 3\n1\n…\n2\n3\n",  # covers nothing
+            "$ seq 10\n1\n…\n5\n…\n",  # a middle and a trailing one
+            ten.format("3 drifted"),
+            "$ seq 10\n1\n…\n11\n",  # the line after it is never printed
+            "$ seq 10\n1\n…\n5\n",  # printed, but the output goes on after it
+        )
+    )
+    good, none, both, edited, missing, early = _doc(tmp_path, page)
+    for example in (good, none, both):
+        assert dx.problems(example, dx.run(example)) == [], example.id
+    outcome = dx.run(edited)
+    assert outcome.outputs[0] == [str(n) for n in range(1, 11)]
+    (problem,) = dx.problems(edited, outcome)
+    assert "\n-3 drifted\n+3\n" in problem
+    assert "\n 9\n" in problem and "\n+4\n" not in problem  # the … still covers 4..8
+    (problem,) = dx.problems(missing, dx.run(missing))
+    assert "\n-11\n" in problem
+    (problem,) = dx.problems(early, dx.run(early))
+    assert "\n 5\n+6\n" in problem and problem.endswith("\n+10")
+    lines = (tmp_path / "page.md").read_text().split("\n")
+    dx.updated(edited, outcome, lines)
+    start = edited.line  # the line after the fence
+    assert lines[start : start + 7] == ["$ seq 10", "1", "2", "3", "…", "9", "10"]
 
 
 def test_output_varies_runs_but_does_not_compare(tmp_path: Path) -> None:

@@ -6,8 +6,10 @@ root (stdout and stderr interleaved as in a terminal). A command may go on over 
 in ``\\``. The commands of one block run in one shell, so a block may write a file and read it
 back, and ``$ echo $?`` shows the previous command's exit code.
 
-- A shown output whose last line is ``…`` is compared on the lines before it only; trailing
-  spaces and trailing blank lines are ignored.
+- A line ``…`` in a shown output stands for zero or more printed lines: as its last line, for
+  the rest of the output (only the lines before it are compared); elsewhere, for the lines up
+  to where the shown lines after it match again. Trailing spaces and trailing blank lines are
+  ignored.
 - ``<!-- example: output varies -->`` on the line before a block: it runs and must exit as
   usual, its output is not compared. ``<!-- example: skip -->``: not run.
 - A command exits 0 unless the text shows its code (``$?`` in it or in the next command).
@@ -214,12 +216,68 @@ def _clean(lines: list[str]) -> list[str]:
     return out
 
 
+def _is_ellipsis(line: str) -> bool:
+    return line.strip() == ELLIPSIS
+
+
+def _segments(shown: list[str]) -> list[list[str]]:
+    """The runs of shown lines between ``…`` lines (one more than there are ``…``)."""
+    segments: list[list[str]] = [[]]
+    for line in shown:
+        if _is_ellipsis(line):
+            segments.append([])
+        else:
+            segments[-1].append(line)
+    return segments
+
+
+def _closest(segment: list[str], output: list[str], start: int, stop: int) -> int:
+    """The first index in ``start..stop`` where ``segment`` matches ``output``, else the one
+    where its lines are most alike (so that a diff shows the edited line against its
+    counterpart, a window cut by the end counting too)."""
+    n = len(segment)
+    for p in range(start, stop + 1):
+        if output[p : p + n] == segment:
+            return p
+
+    def likeness(p: int) -> float:
+        pairs = zip(segment, output[p : p + n])
+        return sum(difflib.SequenceMatcher(None, a, b).ratio() for a, b in pairs)
+
+    return max(range(start, max(start, len(output) - 1) + 1), key=lambda p: (likeness(p), -p))
+
+
+def aligned(shown: list[str], output: list[str]) -> list[str]:
+    """The printed lines laid out as ``shown``: each run of lines a ``…`` stands for becomes
+    one ``…`` line; equal to ``shown`` exactly when the output matches it."""
+    segments = _segments(shown)
+    if len(segments) == 1:
+        return output
+    got = output[: len(segments[0])]
+    pos = len(got)
+    for j, segment in enumerate(segments[1:], 1):
+        got.append(ELLIPSIS)
+        if j == len(segments) - 1:  # the last run of shown lines ends the output
+            end = len(output) - len(segment)
+            if segment and end >= pos and output[end:] == segment:
+                got += segment
+            elif segment:
+                got += output[_closest(segment, output, pos, end) :]
+            break
+        p = _closest(segment, output, pos, len(output) - len(segment))
+        got += output[p : p + len(segment)]
+        pos = p + len(segment)
+    return got
+
+
 def expected_and_actual(command: Command, output: list[str]) -> tuple[list[str], list[str]]:
-    """The shown lines and the printed lines as compared (``…`` cuts both)."""
+    """The shown lines and the printed lines as compared: ``…`` lines stand in both for the
+    printed lines they cover; a trailing ``…`` is dropped from both."""
     shown = _clean(command.shown)
-    if shown and shown[-1].strip() == ELLIPSIS:
-        return shown[:-1], output[: len(shown) - 1]
-    return shown, output
+    got = aligned(shown, output)
+    if shown and _is_ellipsis(shown[-1]):
+        return shown[:-1], got[:-1]
+    return shown, got
 
 
 def problems(example: Example, outcome: Outcome, compare: bool = True) -> list[str]:
@@ -273,16 +331,13 @@ def run_all(
 
 def updated(example: Example, outcome: Outcome, lines: list[str]) -> None:
     """Put the printed outputs of ``example`` in place in the file's ``lines``; a shown output
-    ending in ``…`` keeps as many lines as it showed."""
+    holding ``…`` keeps them, each standing for the lines it covers (see ``aligned``)."""
     first = example.commands[0].line - 1
     body = [line[len(example.indent) :] for line in lines[example.line : first]]
     for command, output in zip(example.commands, outcome.outputs):
         start = command.line - 1
         body += [line[len(example.indent) :] for line in lines[start : start + command.n_lines]]
-        shown = _clean(command.shown)
-        if shown and shown[-1].strip() == ELLIPSIS:
-            output = [*output[: len(shown) - 1], ELLIPSIS]
-        body += output
+        body += aligned(_clean(command.shown), output)
     lines[example.line : example.end - 1] = [
         (example.indent + line) if line else line for line in body
     ]
