@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from shlex import quote
 
 from tracekit.errors import TraceError
 from tracekit.parsers.base import Progress
@@ -29,8 +30,8 @@ def parse_report(path: Path, progress: Progress | None = None) -> Timeline:
     if nsys is None:
         raise TraceError(
             f"{path}: Nsight Systems reports need `nsys` to decode and it is not on PATH;"
-            f" run `nsys export --type sqlite --output {path.with_suffix('.sqlite').name}"
-            f" {path.name}` where Nsight Systems is installed, then pass the .sqlite file"
+            f" run `nsys export --type sqlite --output {quote(str(path.with_suffix('.sqlite')))}"
+            f" {quote(str(path))}` where Nsight Systems is installed, then pass the .sqlite file"
         )
     with tempfile.TemporaryDirectory(prefix="tracekit-nsys-") as tmp:
         out = Path(tmp) / "export.sqlite"
