@@ -89,7 +89,8 @@ def digest_of(path: Path) -> str:
         timeline = tracekit.load(path)
         analysis = analyze(timeline)
     except TraceError as exc:
-        return "error: " + str(exc).replace(str(path), "<path>")
+        # the line names the file (and files beside it) as given: not where the samples are
+        return "error: " + str(exc).replace(str(path), "<path>").replace(str(path.parent), "<dir>")
     result = analysis.to_dict()
     result.pop("source", None)
     work = analysis.work.select(c for c in WORK_COLUMNS if c in analysis.work.columns)
