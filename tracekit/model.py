@@ -102,7 +102,7 @@ class Context:
 
     rows: pl.DataFrame
     work: pl.DataFrame
-    cut: pl.DataFrame | Callable[[], pl.DataFrame]
+    cut: pl.DataFrame | Callable[..., pl.DataFrame]
     windows: pl.DataFrame
     step_metrics: pl.DataFrame
     steps: Steps | None
@@ -125,6 +125,13 @@ class Context:
     def in_windows(self) -> pl.DataFrame:
         """The work rows cut to their step's window."""
         return self.cut() if callable(self.cut) else self.cut
+
+    def in_windows_of(self, columns: list[str]) -> pl.DataFrame:
+        """:attr:`in_windows`, only ``columns`` (with ``rank, device, step, ts, dur``): the cut
+        copies the rows it keeps, so a rule that reads a few columns asks for those."""
+        if callable(self.cut):
+            return self.cut(columns)
+        return self.cut.select([c for c in columns if c in self.cut.columns])
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from tracekit.checks.capture import capture_check
 from tracekit.checks.cluster import cluster_checks
 from tracekit.checks.comm import communicates, unknown_comm
 from tracekit.checks.identities import identity_checks
-from tracekit.checks.vendor import vendor_checks
+from tracekit.checks.vendor import VENDOR_COLUMNS, vendor_checks
+from tracekit.metrics import KEY
 from tracekit.metrics.steps import clipped
 from tracekit.model import Check, ordered
 from tracekit.steps import Steps
@@ -44,9 +45,13 @@ def run_checks(
     checks.append(communicates(work, meta))
     if guessed is not None:
         checks.append(unknown_comm(guessed, work))
-    if in_windows is None:
-        in_windows = clipped(work, windows)
-    checks += vendor_checks(rows, in_windows, labels, meta)
+
+    def cut() -> pl.DataFrame:  # only for a vendor step summary, only what it reads
+        if in_windows is not None:
+            return in_windows
+        return clipped(work.select(*KEY, "ts", "dur", *VENDOR_COLUMNS), windows)
+
+    checks += vendor_checks(rows, cut, labels, meta)
     if collectives is not None and clocks is not None:
         checks += cluster_checks(collectives, clocks, meta, metrics["rank"].n_unique())
     return ordered(checks)

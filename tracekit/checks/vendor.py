@@ -19,6 +19,7 @@ the µs); the first step or kernel that disagrees is named with both values.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
@@ -40,6 +41,7 @@ STEP_LABEL = r"^(?:ProfilerStep#|Step\s*)(\d+)\s*$"
 _AI_CPU = pl.col("engine").cast(pl.String).fill_null("") == "ai_cpu"
 VENDOR_COMPUTE = IS_COMPUTE | (pl.col("is_fused_comm") | (pl.col("is_comm") & _AI_CPU))
 VENDOR_COMM = pl.col("is_comm") & ~pl.col("is_fused_comm") & ~_AI_CPU
+VENDOR_COLUMNS = ("kind", "is_comm", "is_fused_comm", "engine")  # what the two read
 
 
 def _close(want: float, got: float) -> bool:
@@ -183,10 +185,14 @@ def summaries(meta: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def vendor_checks(
-    rows: pl.DataFrame, in_windows: pl.DataFrame, labels: pl.DataFrame, meta: dict[str, Any]
+    rows: pl.DataFrame,
+    in_windows: Callable[[], pl.DataFrame],
+    labels: pl.DataFrame,
+    meta: dict[str, Any],
 ) -> list[Check]:
     """One check per vendor summary the parser kept (``rows``: every row of the trace;
-    ``in_windows``: the device rows cut to their step's window)."""
+    ``in_windows()``: the device rows cut to their step's window, made only for a step
+    summary)."""
     out = []
     view = None
     device = rows.select(pl.col("kind").is_in(list(WORK_KINDS)).any()).item()
@@ -194,7 +200,7 @@ def vendor_checks(
         if not device and summary.get("kind") in ("steps", "kernels", "copies"):
             out.append(skipped(_check_name(summary.get("kind"), summary)))
         elif summary.get("kind") == "steps":
-            view = vendor_view(in_windows) if view is None else view
+            view = vendor_view(in_windows()) if view is None else view
             out.append(_steps_check(summary, view, labels))
         elif summary.get("kind") in ("kernels", "api", "copies"):
             out.append(_kernels_check(summary, rows))

@@ -89,7 +89,8 @@ class Bubbles(Rule):
 
     def run(self, ctx: Context) -> list[Finding]:
         """One finding per (cause, kernel before, kernel after) with a large bubble."""
-        found = attributed_bubbles(ctx.in_windows, ctx.rows, self.opts["min_bubble_ns"])
+        cut = ctx.in_windows_of([*KEY, "ts", "dur", "name", "is_comm", "corr", "stream"])
+        found = attributed_bubbles(cut, ctx.rows, self.opts["min_bubble_ns"])
         if found.height == 0:
             return []
         found = labelled(labelled(found, "before", "_before"), "after", "_after")
