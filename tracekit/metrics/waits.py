@@ -124,20 +124,13 @@ def collectives(launches: pl.DataFrame, clocks: pl.DataFrame) -> pl.DataFrame:
         last_device=pl.col("device").sort_by(latest, **order).last().over(INSTANCE),
         _transfer=pl.col("finish") - last,
     )
-    algbw = pl.when(pl.col("_transfer") > 0).then(pl.col("bytes") / pl.col("_transfer"))
-    n = pl.coalesce("group_size", "ranks")
-    rows = rows.with_columns(algbw_gbps=algbw).with_columns(
-        busbw_gbps=pl.col("algbw_gbps") * bus_factor(pl.col("kind"), n)
-    )
-    return rows.select(COLLECTIVE_COLUMNS).sort("group", "instance", "rank", maintain_order=True)
+    return _with_bandwidth(rows)
 
 
 def _alone(rows: pl.DataFrame) -> pl.DataFrame:
     """:func:`collectives` of launches each alone in its instance (one rank's trace): none
     matched, none waited, each its own last arrival; the same columns without a window per
     instance (0.5 s at 200,000 launches)."""
-    transfer = pl.col("finish") - pl.col("arrival")
-    algbw = pl.when(transfer > 0).then(pl.col("bytes") / transfer)
     rows = rows.with_columns(
         wait_ns=pl.lit(None, pl.Int64),
         last_rank=pl.col("rank"),
@@ -146,10 +139,19 @@ def _alone(rows: pl.DataFrame) -> pl.DataFrame:
         ranks=pl.lit(1, pl.Int64),
         matched=pl.lit(False),
         end_spread_ns=pl.lit(0, pl.Int64),
-        algbw_gbps=algbw,
-    ).with_columns(
-        busbw_gbps=pl.col("algbw_gbps")
-        * bus_factor(pl.col("kind"), pl.coalesce("group_size", "ranks"))
+        _transfer=pl.col("finish") - pl.col("arrival"),
+    )
+    return _with_bandwidth(rows)
+
+
+def _with_bandwidth(rows: pl.DataFrame) -> pl.DataFrame:
+    """The table of :func:`collectives`: ``rows`` with algorithm and bus bandwidth (bytes over
+    ``_transfer``, the time from the last arrival to the launch's end), in its columns and
+    order."""
+    algbw = pl.when(pl.col("_transfer") > 0).then(pl.col("bytes") / pl.col("_transfer"))
+    n = pl.coalesce("group_size", "ranks")
+    rows = rows.with_columns(algbw_gbps=algbw).with_columns(
+        busbw_gbps=pl.col("algbw_gbps") * bus_factor(pl.col("kind"), n)
     )
     return rows.select(COLLECTIVE_COLUMNS).sort("group", "instance", "rank", maintain_order=True)
 
