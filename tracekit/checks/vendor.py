@@ -41,7 +41,10 @@ STEP_LABEL = r"^(?:ProfilerStep#|Step\s*)(\d+)\s*$"
 _AI_CPU = pl.col("engine").cast(pl.String).fill_null("") == "ai_cpu"
 VENDOR_COMPUTE = IS_COMPUTE | (pl.col("is_fused_comm") | (pl.col("is_comm") & _AI_CPU))
 VENDOR_COMM = pl.col("is_comm") & ~pl.col("is_fused_comm") & ~_AI_CPU
-VENDOR_COLUMNS = ("kind", "is_comm", "is_fused_comm", "engine")  # what the two read
+# the columns the two read
+VENDOR_COLUMNS = tuple(
+    dict.fromkeys(VENDOR_COMPUTE.meta.root_names() + VENDOR_COMM.meta.root_names())
+)
 
 
 def _close(want: float, got: float) -> bool:

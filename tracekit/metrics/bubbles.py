@@ -186,6 +186,10 @@ def _in_runtime_call(bubbles: pl.DataFrame, api: pl.LazyFrame, names: pl.Series)
     )
 
 
+# what :func:`attributed_bubbles` reads of the cut rows (a caller may cut only these)
+ATTRIBUTION_COLUMNS = [*KEY, "ts", "dur", "name", "is_comm", "corr", "stream"]
+
+
 def attributed_bubbles(
     in_windows: pl.DataFrame,
     rows: pl.DataFrame,

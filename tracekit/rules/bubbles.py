@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import polars as pl
 
 from tracekit.metrics import KEY, MIN_BUBBLE_NS
-from tracekit.metrics.bubbles import attributed_bubbles
+from tracekit.metrics.bubbles import ATTRIBUTION_COLUMNS, attributed_bubbles
 from tracekit.model import Context, Finding
 from tracekit.rules.base import Rule
 from tracekit.rules.patterns import (
@@ -89,7 +89,7 @@ class Bubbles(Rule):
 
     def run(self, ctx: Context) -> list[Finding]:
         """One finding per (cause, kernel before, kernel after) with a large bubble."""
-        cut = ctx.in_windows_of([*KEY, "ts", "dur", "name", "is_comm", "corr", "stream"])
+        cut = ctx.in_windows_of(ATTRIBUTION_COLUMNS)
         found = attributed_bubbles(cut, ctx.rows, self.opts["min_bubble_ns"])
         if found.height == 0:
             return []
