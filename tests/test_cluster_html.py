@@ -27,7 +27,7 @@ from tracekit.cluster.part import DRILL_ROWS
 from tracekit.metrics.columns import METRIC_COLUMNS
 from tracekit.reports.cluster_html import render_cluster_html, write_cluster_html
 from tracekit.reports.cluster_payload import MAX_DRILL_ROWS, MIN_DRILL_ROWS, drill_cap
-from tracekit.reports.html import _plotly_js
+from tracekit.reports.html_pack import plotly_js
 
 HOSTILE_KERNEL = "gemm<script>alert(1)</script>"
 HOSTILE_GROUP = "all_reduce @ pg <img src=x onerror=alert(2)>"
@@ -263,7 +263,7 @@ def test_64_ranks_by_300_steps_stay_small(tmp_path: Path) -> None:
     size = write_cluster_html(big, tmp_path / "big.html")
     page = (tmp_path / "big.html").read_text()
     assert size == len(page.encode())
-    besides_plotly = size - len(_plotly_js().encode())
+    besides_plotly = size - len(plotly_js().encode())
     assert besides_plotly < 5_000_000, besides_plotly
     data = embedded(page)
     assert sum(d["shown"] for d in data["drill"]["steps"]) <= MAX_DRILL_ROWS
@@ -312,7 +312,7 @@ def test_real_cluster_pages(name: str, tmp_path: Path) -> None:
     data = embedded(page)
     check_numbers(cluster, data)
     check_safe(page)
-    assert size - len(_plotly_js().encode()) < 1_000_000
+    assert size - len(plotly_js().encode()) < 1_000_000
     warned = [c["name"] for c in data["checks"] if c["status"] != "pass"]
     if name == "mi300":
         assert data["findings"]["stragglers"][0]["metrics"]["rank"] == 3

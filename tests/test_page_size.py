@@ -22,8 +22,8 @@ from tests.browser import launched, open_offline
 from tests.conftest import run_cli
 from tracekit.demo import demo_paths
 from tracekit.reports import html_pack
-from tracekit.reports.html import _asset, _plotly_js
-from tracekit.reports.html_pack import UNSAFE, pack7, unpack7
+from tracekit.reports.html import _asset
+from tracekit.reports.html_pack import UNSAFE, pack7, plotly_js, unpack7
 
 MAX_DEMO_PAGE = 2_000_000
 APP_START = "tracekitStart(function () {\n"
@@ -51,7 +51,7 @@ def check_scripts(page: str) -> str:
     block = BLOCK.search(page)
     assert block is not None
     plotly = gzip.decompress(unpack7(block.group(1))).decode("utf-8")
-    assert plotly == _plotly_js()
+    assert plotly == plotly_js()
     assert set(rules["script-src"].split()) == {sha256(s) for s in (*scripts, plotly)}
     assert "unsafe" not in rules["script-src"] and "strict-dynamic" not in rules["script-src"]
     # the payload, the packed block, the loader and the page script; nothing loaded
@@ -88,7 +88,7 @@ def test_pack7_known_values() -> None:
 
 
 def test_demo_pages_are_small(demo_pages: dict[str, Path]) -> None:
-    plotly = len(_plotly_js().encode())
+    plotly = len(plotly_js().encode())
     sizes = {name: path.stat().st_size for name, path in demo_pages.items()}
     print(f"plotly.js {plotly:,} B; pages {sizes}")
     assert all(size <= MAX_DEMO_PAGE for size in sizes.values()), sizes
@@ -140,7 +140,7 @@ def test_a_wrong_plotly_hash_blocks_it(
     """The CSP governs the inserted plotly.js: with its hash removed the browser refuses it,
     the page says the charts are missing, and nothing is drawn."""
     page_text = demo_pages["report"].read_text("utf-8")
-    wanted = sha256(_plotly_js())
+    wanted = sha256(plotly_js())
     assert page_text.count(wanted) == 1
     broken = tmp_path / "broken.html"
     broken.write_text(page_text.replace(wanted, "'sha256-" + "A" * 43 + "='"), "utf-8")
@@ -176,7 +176,7 @@ def test_packed_plotly_is_kept_in_the_cache_folder(
     (kept,) = (tmp_path / "cache").glob("plotly-*.txt")
     digest, _, body = kept.read_text("utf-8").partition("\n")
     assert body == text and digest == hashlib.sha256(text.encode()).hexdigest()
-    assert gzip.decompress(unpack7(text)).decode("utf-8") == _plotly_js()
+    assert gzip.decompress(unpack7(text)).decode("utf-8") == plotly_js()
 
     def refuse(data: bytes) -> str:
         raise AssertionError("packed again")

@@ -21,7 +21,7 @@ import pytest
 
 from tests.browser import Opened, launched, open_offline
 from tracekit.errors import TraceError
-from tracekit.reports.html import _plotly_js
+from tracekit.reports.html_pack import plotly_js
 from tracekit.reports.trend_html import (
     MAX_CHANGES,
     MAX_DETAILED,
@@ -254,7 +254,7 @@ def test_page_size_stays_bounded_at_300_runs() -> None:
         and "base_names" not in minor["changes"][0]
     )
     assert len(payload["runs"][0]["warnings"]) == 5  # 4 kept + "… and 8 more warnings"
-    extra = len(page.encode()) - len(_plotly_js().encode())
+    extra = len(page.encode()) - len(plotly_js().encode())
     print(f"trend page, 300 runs: {len(page.encode()):,} B, {extra:,} B besides plotly.js")
     assert extra < 800_000, extra
 

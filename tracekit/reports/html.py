@@ -142,10 +142,6 @@ def _asset(name: str) -> str:
     return (resources.files("tracekit.reports") / "templates" / name).read_text("utf-8")
 
 
-def _plotly_js() -> str:
-    return plotly_js()
-
-
 @cache
 def _sha256(script: str) -> str:
     digest = hashlib.sha256(script.encode("utf-8")).digest()
@@ -162,7 +158,7 @@ def page(template: str, script: str, title: str, data: dict[str, Any]) -> str:
     app_js = "tracekitStart(function () {\n" + _asset("common.js") + _asset(script) + "});\n"
     parts = {
         "title": html.escape(title),
-        "csp": " ".join(map(_sha256, (loader_js, app_js, _plotly_js()))),
+        "csp": " ".join(map(_sha256, (loader_js, app_js, plotly_js()))),
         "style": _asset("report.css"),
         "plotly": packed_plotly(),
         "loader": loader_js,
