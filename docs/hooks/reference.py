@@ -11,7 +11,6 @@ this file under ``hooks:``; the hook also keeps ``docs/hooks/`` out of the built
 
 from __future__ import annotations
 
-import inspect
 import re
 from typing import Any
 
@@ -211,14 +210,18 @@ def rules_page(rules: dict[str, Any] | None = None) -> str:
     out[-1] += f"{len(rules)} rules. Select some with `--rules`, set an option with "
     out[-1] += "`-O RULE.KEY=VALUE`."
     out.append("")
+    from tracekit.rules.registry import describe
+
     for rule_id, rule in rules.items():
-        out += [f"## `{rule_id}`: {md_text(rule.name)} {{#{rule_id}}}", ""]
-        out += [md_text(inspect.cleandoc(rule.__doc__ or "")), ""]
-        if rule.options:
+        doc = describe(rule)
+        out += [f"## `{rule_id}`: {md_text(doc['name'])} {{#{rule_id}}}", ""]
+        out += [md_text(doc["doc"]), ""]
+        if doc["options"]:
             out += ["| option | default | what it sets |", "|---|---|---|"]
-            for key, value in rule.options.items():
-                help_text = cell(rule.option_help.get(key, ""))
-                out.append(f"| `{rule_id}.{key}` | `{value!r}` | {help_text} |")
+            for key, option in doc["options"].items():
+                out.append(
+                    f"| `{rule_id}.{key}` | `{option['default']!r}` | {cell(option['help'])} |"
+                )
             out.append("")
     return "\n".join(out).rstrip() + "\n"
 

@@ -202,17 +202,9 @@ def check(
 @one_line_errors
 def list_rules(json: JsonOpt = False) -> None:
     """The rules tracekit runs (built-in and plugins): what they detect, options, examples."""
-    import inspect
+    from tracekit.rules.registry import available, describe
 
-    from tracekit.rules.registry import available
-
-    docs = []
-    for rule in available().values():
-        options = {
-            k: {"default": v, "help": rule.option_help.get(k, "")} for k, v in rule.options.items()
-        }
-        doc = inspect.cleandoc(rule.__doc__ or "")
-        docs.append({"id": rule.id, "name": rule.name, "doc": doc, "options": options})
+    docs = [describe(rule) for rule in available().values()]
     if json:
         print_json(docs)
         return

@@ -3,7 +3,9 @@ the entry-point group ``tracekit.rules`` (each entry point names a :class:`Rule`
 
 from __future__ import annotations
 
+import inspect
 from importlib.metadata import entry_points
+from typing import Any
 
 from tracekit.errors import TraceError
 from tracekit.rules.base import Rule
@@ -58,3 +60,13 @@ def select(ids: list[str] | None, options: dict[str, dict] | None = None) -> lis
     if stray:
         raise TraceError(f"options given for rule(s) not selected: {', '.join(stray)}")
     return [known[i](**options.get(i, {})) for i in ids]
+
+
+def describe(rule: type[Rule]) -> dict[str, Any]:
+    """What ``tracekit rules`` and the reference page show of a rule: ``id``, ``name``, its
+    docstring (``doc``, dedented) and each option's ``default`` and ``help``."""
+    options = {
+        k: {"default": v, "help": rule.option_help.get(k, "")} for k, v in rule.options.items()
+    }
+    doc = inspect.cleandoc(rule.__doc__ or "")
+    return {"id": rule.id, "name": rule.name, "doc": doc, "options": options}
