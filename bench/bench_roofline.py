@@ -73,9 +73,9 @@ def child(checkout: Path, path: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def spread(values: list[float]) -> str:
-    """``median s (min–max)``."""
-    return f"{statistics.median(values):.2f} s ({min(values):.2f}–{max(values):.2f})"
+def spread(values: list[float], unit: str = "s") -> str:
+    """``median unit (min–max)``."""
+    return f"{statistics.median(values):.2f} {unit} ({min(values):.2f}–{max(values):.2f})"
 
 
 def main() -> None:

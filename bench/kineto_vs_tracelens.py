@@ -25,6 +25,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_roofline import spread  # noqa: E402  (bench/ is a folder of scripts)
+
 DEFAULT_REL = Path("nvidia/hta-v100-ddp-allreduce/df_index_resolver.json.gz")
 TRACELENS = Path("/work/tl-venv/bin/TraceLens_generate_perf_report_pytorch")
 
@@ -58,11 +61,6 @@ def timed(command: list[str]) -> tuple[float, float]:
         tail = (proc.stderr.read().decode(errors="replace").strip().splitlines() or [""])[-1]
         raise SystemExit(f"{command[0]} failed ({proc.returncode}): {tail}")
     return wall, peak / 1024
-
-
-def spread(values: list[float], unit: str) -> str:
-    """Median and min–max."""
-    return f"{statistics.median(values):.2f} {unit} ({min(values):.2f}–{max(values):.2f})"
 
 
 def main() -> None:
